@@ -1,0 +1,105 @@
+package io.txoutbox;
+
+import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.SchemaMigrator;
+import java.sql.Connection;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+
+/**
+ * Where the outbox lives: the PostgreSQL schema, the outbox table's name, and the number of shards the partition keys
+ * are hashed into (the unit of relay ownership; fixed when the table is created).
+ *
+ * <pre>{@code
+ * OutboxSchema schema = OutboxSchema.builder().schema("orders").build();
+ * schema.migrate(dataSource);   // idempotent, safe to run from every instance at start
+ * }</pre>
+ *
+ * Names are validated against {@code ^[a-z_][a-z0-9_]{0,62}$} and always quoted in SQL.
+ *
+ * @param schema      PostgreSQL schema, default {@value #DEFAULT_SCHEMA}
+ * @param outboxTable outbox table name, default {@value #DEFAULT_OUTBOX_TABLE}
+ * @param shards      shard count, default {@value #DEFAULT_SHARDS}
+ */
+public record OutboxSchema(String schema, String outboxTable, int shards) {
+
+    public static final String DEFAULT_SCHEMA = "public";
+    public static final String DEFAULT_OUTBOX_TABLE = "outbox_event";
+    public static final int DEFAULT_SHARDS = 32;
+    public static final int MAX_SHARDS = 4096;
+
+    public OutboxSchema {
+        Identifiers.require("outbox.schema", schema);
+        Identifiers.require("outbox.outboxTable", outboxTable);
+        Identifiers.requireRoomForSuffix("outbox.outboxTable", outboxTable, Identifiers.LONGEST_SUFFIX);
+        if (shards < 1 || shards > MAX_SHARDS) {
+            throw new InvalidConfigurationException(
+                    "outbox.shards must be between 1 and " + MAX_SHARDS + ", was " + shards);
+        }
+    }
+
+    /** {@code public.outbox_event} with {@value #DEFAULT_SHARDS} shards. */
+    public static OutboxSchema defaults() {
+        return builder().build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Creates or upgrades the tables and functions, in one transaction serialised by an advisory lock, so any number
+     * of instances may call it at once. Scripts already applied are skipped; a changed script is refused.
+     */
+    public void migrate(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            migrate(c);
+        } catch (SQLException e) {
+            throw new OutboxException("migration of " + this + " failed: could not connect: " + e.getMessage(), e,
+                    true);
+        }
+    }
+
+    /** Like {@link #migrate(DataSource)} on a given connection; commits, and restores its autocommit mode. */
+    public void migrate(Connection connection) {
+        new SchemaMigrator(this).migrate(connection);
+    }
+
+    /** The outbox table's qualified, quoted name for SQL, e.g. {@code "public"."outbox_event"}. */
+    public String qualifiedOutboxTable() {
+        return Identifiers.quote(schema) + "." + Identifiers.quote(outboxTable);
+    }
+
+    @Override
+    public String toString() {
+        return schema + "." + outboxTable + " (" + shards + " shards)";
+    }
+
+    public static final class Builder {
+        private String schema = DEFAULT_SCHEMA;
+        private String outboxTable = DEFAULT_OUTBOX_TABLE;
+        private int shards = DEFAULT_SHARDS;
+
+        private Builder() {
+        }
+
+        public Builder schema(String schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        public Builder outboxTable(String outboxTable) {
+            this.outboxTable = outboxTable;
+            return this;
+        }
+
+        public Builder shards(int shards) {
+            this.shards = shards;
+            return this;
+        }
+
+        public OutboxSchema build() {
+            return new OutboxSchema(schema, outboxTable, shards);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+package io.txoutbox.internal;
+
+import io.txoutbox.InvalidMessageException;
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxConfig;
+import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.Payload;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The JDBC writer behind {@link Outbox}: validates everything, then INSERTs in the caller's transaction. */
+public final class DefaultOutbox implements Outbox {
+
+    private static final Logger log = LoggerFactory.getLogger(DefaultOutbox.class);
+
+    private final OutboxConfig config;
+    private final OutboxSql sql;
+    private final Runnable afterPublish;
+
+    public DefaultOutbox(OutboxConfig config, Runnable afterPublish) {
+        this.config = config;
+        this.sql = new OutboxSql(config.schema(), MAX_ROWS_PER_STATEMENT);
+        this.afterPublish = afterPublish;
+        log.info("txoutbox-outbox: writer ready: {}", config);
+    }
+
+    @Override
+    public OutboxConfig config() {
+        return config;
+    }
+
+    @Override
+    public List<UUID> publish(Connection connection, List<OutboxMessage> messages) {
+        Objects.requireNonNull(connection, "connection");
+        Objects.requireNonNull(messages, "messages");
+        if (messages.isEmpty()) {
+            return List.of();
+        }
+        requireTransaction(connection);
+        // Everything is checked and serialized before the first byte goes to PostgreSQL.
+        List<Row> rows = new ArrayList<>(messages.size());
+        for (OutboxMessage m : messages) {
+            if (m == null) {
+                throw new InvalidMessageException("messages[" + rows.size() + "] is null");
+            }
+            rows.add(prepare(m));
+        }
+        for (int from = 0; from < rows.size(); from += MAX_ROWS_PER_STATEMENT) {
+            int to = Math.min(rows.size(), from + MAX_ROWS_PER_STATEMENT);
+            insert(connection, rows.subList(from, to));
+        }
+        if (afterPublish != null) {
+            try {
+                afterPublish.run();
+            } catch (RuntimeException e) {
+                log.warn("txoutbox-outbox: afterPublish callback failed; the events are written", e);
+            }
+        }
+        List<UUID> ids = new ArrayList<>(rows.size());
+        for (Row r : rows) {
+            ids.add(r.message.eventId());
+        }
+        return ids;
+    }
+
+    private static void requireTransaction(Connection connection) {
+        boolean autoCommit;
+        try {
+            autoCommit = connection.getAutoCommit();
+        } catch (SQLException e) {
+            throw new OutboxException("publish could not read the connection's autocommit mode: " + e.getMessage(),
+                    e, SqlErrors.isRetriable(e));
+        }
+        if (autoCommit) {
+            throw new OutboxException("publish needs a connection inside a transaction, but autocommit is on: the "
+                    + "events would commit on their own, apart from the business rows. Call "
+                    + "connection.setAutoCommit(false) before the business writes (or publish inside a Spring "
+                    + "@Transactional method) and commit both together. Nothing was written.");
+        }
+    }
+
+    private record Row(OutboxMessage message, String json, byte[] bytes, String headersJson) {
+    }
+
+    private Row prepare(OutboxMessage m) {
+        Payload payload = m.payload();
+        if (payload instanceof Payload.ObjectValue object) {
+            payload = serialize(m, object.value());
+        }
+        String json = null;
+        byte[] bytes = null;
+        long size = 0;
+        if (payload instanceof Payload.Json j) {
+            json = j.text();
+            size = Utf8.length(json);
+        } else if (payload instanceof Payload.Bytes b) {
+            bytes = b.value();
+            size = bytes.length;
+        }
+        if (size > config.maxPayloadBytes()) {
+            throw new InvalidMessageException("payload of event " + m.eventId() + " is " + size
+                    + " bytes, over the limit of " + config.maxPayloadBytes() + " (outbox.maxPayloadBytes): store "
+                    + "large data elsewhere and send a reference, or raise the limit together with the broker's "
+                    + "message.max.bytes");
+        }
+        long headerBytes = 0;
+        for (Map.Entry<String, String> h : m.headers().entrySet()) {
+            headerBytes += Utf8.length(h.getKey()) + Utf8.length(h.getValue());
+        }
+        if (headerBytes > config.maxHeaderBytes()) {
+            throw new InvalidMessageException("headers of event " + m.eventId() + " are " + headerBytes
+                    + " bytes, over the limit of " + config.maxHeaderBytes() + " (outbox.maxHeaderBytes)");
+        }
+        return new Row(m, json, bytes, Utf8.jsonObject(m.headers()));
+    }
+
+    private Payload serialize(OutboxMessage m, Object value) {
+        Payload p;
+        try {
+            p = config.serializer().serialize(value);
+        } catch (Exception e) {
+            throw new InvalidMessageException("payload of event " + m.eventId() + " (a "
+                    + value.getClass().getName() + ") could not be serialized: " + e.getMessage(), e);
+        }
+        if (p instanceof Payload.Json j) {
+            String problem = JsonSyntax.problem(j.text());
+            if (problem != null) {
+                throw new InvalidMessageException("the payload serializer produced invalid JSON for event "
+                        + m.eventId() + ": " + problem);
+            }
+            return p;
+        }
+        if (p instanceof Payload.Bytes || p == Payload.none()) {
+            return p;
+        }
+        throw new InvalidMessageException("the payload serializer must return JSON text, bytes or none for event "
+                + m.eventId() + ", returned " + (p == null ? "null" : p.getClass().getSimpleName()));
+    }
+
+    private void insert(Connection connection, List<Row> rows) {
+        try (PreparedStatement ps = connection.prepareStatement(sql.insert(rows.size()))) {
+            int i = 1;
+            for (Row r : rows) {
+                OutboxMessage m = r.message;
+                ps.setObject(i++, m.eventId());
+                ps.setString(i++, m.topic());
+                ps.setString(i++, m.key());
+                ps.setString(i++, m.aggregateType());
+                ps.setString(i++, m.aggregateId());
+                if (m.aggregateVersion() == null) {
+                    ps.setNull(i++, Types.BIGINT);
+                } else {
+                    ps.setLong(i++, m.aggregateVersion());
+                }
+                ps.setString(i++, m.eventType());
+                ps.setString(i++, r.json);
+                if (r.bytes == null) {
+                    ps.setNull(i++, Types.BINARY);
+                } else {
+                    ps.setBytes(i++, r.bytes);
+                }
+                ps.setString(i++, r.headersJson);
+            }
+            ps.executeUpdate();
+        } catch (SQLException e) {
+            // Only a database-side problem gets here (lost connection, missing table, duplicate event id):
+            // the caller's transaction is aborted, so say so.
+            throw new OutboxException("publish of " + rows.size() + " event(s) starting with "
+                    + rows.get(0).message.eventId() + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState()
+                    + "). The transaction is aborted: roll it back. "
+                    + ("42P01".equals(e.getSQLState()) ? "Run OutboxSchema.migrate(dataSource) first." : ""),
+                    e, SqlErrors.isRetriable(e));
+        }
+    }
+}

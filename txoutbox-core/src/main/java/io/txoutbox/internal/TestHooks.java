@@ -1,0 +1,82 @@
+package io.txoutbox.internal;
+
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Named points in the relays where fault tests stop a process: {@code -Dtxoutbox.hooks=after-ack-before-mark=kill@3}
+ * makes the process SIGKILL itself the third time it reaches that point ({@code stop} SIGSTOPs it instead, for the
+ * test to SIGCONT later). Before acting it prints {@code TXOUTBOX-HOOK <name> <action> pid=<pid>} so the test knows
+ * the window was hit. Without the property every hook is a single volatile-free check of a static final field.
+ */
+public final class TestHooks {
+
+    public static final String PROPERTY = "txoutbox.hooks";
+    public static final String AFTER_SEND_BEFORE_ACK = "after-send-before-ack";
+    public static final String AFTER_ACK_BEFORE_MARK = "after-ack-before-mark";
+    public static final String AFTER_MARK_BEFORE_COMMIT = "after-mark-before-commit";
+    public static final String AFTER_CLAIM = "after-claim";
+
+    private record Hook(String action, int onHit, AtomicInteger hits) {
+    }
+
+    private static final Map<String, Hook> HOOKS = parse(System.getProperty(PROPERTY));
+
+    private TestHooks() {
+    }
+
+    /** Marks that the code reached the named point. */
+    public static void hit(String name) {
+        if (HOOKS.isEmpty()) {
+            return;
+        }
+        Hook hook = HOOKS.get(name);
+        if (hook == null || hook.hits.incrementAndGet() != hook.onHit) {
+            return;
+        }
+        long pid = ProcessHandle.current().pid();
+        System.out.println("TXOUTBOX-HOOK " + name + " " + hook.action + " pid=" + pid);
+        System.out.flush();
+        String signal = hook.action.equals("stop") ? "-STOP" : "-KILL";
+        try {
+            Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).inheritIO().start();
+            p.waitFor();
+        } catch (IOException e) {
+            if (!hook.action.equals("stop")) {
+                Runtime.getRuntime().halt(137);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (hook.action.equals("kill")) {
+            Runtime.getRuntime().halt(137); // in case the signal has not landed yet
+        }
+    }
+
+    static Map<String, Hook> parse(String spec) {
+        Map<String, Hook> hooks = new HashMap<>();
+        if (spec == null || spec.isBlank()) {
+            return Map.of();
+        }
+        for (String part : spec.split(",")) {
+            String[] kv = part.trim().split("=", 2);
+            if (kv.length != 2) {
+                throw new IllegalArgumentException(PROPERTY + ": expected name=action[@n], got '" + part + "'");
+            }
+            String action = kv[1];
+            int onHit = 1;
+            int at = action.indexOf('@');
+            if (at >= 0) {
+                onHit = Integer.parseInt(action.substring(at + 1));
+                action = action.substring(0, at);
+            }
+            if (!action.equals("kill") && !action.equals("stop")) {
+                throw new IllegalArgumentException(PROPERTY + ": action must be kill or stop, got '" + action + "'");
+            }
+            hooks.put(kv[0], new Hook(action, onHit, new AtomicInteger()));
+        }
+        return Map.copyOf(hooks);
+    }
+}

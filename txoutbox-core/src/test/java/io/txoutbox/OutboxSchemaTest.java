@@ -1,0 +1,48 @@
+package io.txoutbox;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+
+class OutboxSchemaTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"\"; drop table x; --", "Outbox", "1table", "outbox-event", "", "a b", "outbox\"", "ü"})
+    void rejects_invalid_table_names_when_built(String name) {
+        assertThatThrownBy(() -> OutboxSchema.builder().outboxTable(name).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("outbox.outboxTable must match ^[a-z_][a-z0-9_]{0,62}$");
+        assertThatThrownBy(() -> Outbox.builder().schema(OutboxSchema.builder().schema(name).build()).build())
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("outbox.schema must match");
+    }
+
+    @Test
+    void rejects_300_character_names_and_names_too_long_for_derived_names() {
+        assertThatThrownBy(() -> OutboxSchema.builder().schema("s".repeat(300)).build())
+                .hasMessageContaining("(300 characters)");
+        assertThatThrownBy(() -> OutboxSchema.builder().outboxTable("t".repeat(60)).build())
+                .hasMessageContaining("derived names");
+    }
+
+    @Test
+    void rejects_shard_counts_out_of_range_and_names_the_property() {
+        assertThatThrownBy(() -> OutboxSchema.builder().shards(0).build())
+                .hasMessage("outbox.shards must be between 1 and 4096, was 0");
+    }
+
+    @Test
+    void quotes_names_in_sql() {
+        assertThat(OutboxSchema.builder().schema("app").outboxTable("events").build().qualifiedOutboxTable())
+                .isEqualTo("\"app\".\"events\"");
+    }
+
+    @Test
+    void rejects_bad_limits_naming_the_property() {
+        assertThatThrownBy(() -> Outbox.builder().maxPayloadBytes(0).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("outbox.maxPayloadBytes must be between 1 and");
+    }
+}

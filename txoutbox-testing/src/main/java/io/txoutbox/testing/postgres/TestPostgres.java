@@ -1,0 +1,161 @@
+package io.txoutbox.testing.postgres;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.util.Properties;
+import org.postgresql.ds.PGSimpleDataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The PostgreSQL server that tests run against: the one named by {@code TXOUTBOX_TEST_JDBC_URL} (with
+ * {@code TXOUTBOX_TEST_JDBC_USER} / {@code TXOUTBOX_TEST_JDBC_PASSWORD}), else an embedded PostgreSQL 15 started once
+ * per JVM with {@code synchronous_commit=on} and {@code wal_level=logical}.
+ *
+ * <p>Tests never share state through it: {@link TestDatabase} gives each test class its own schema.
+ */
+public final class TestPostgres {
+
+    public static final String ENV_JDBC_URL = "TXOUTBOX_TEST_JDBC_URL";
+    public static final String ENV_JDBC_USER = "TXOUTBOX_TEST_JDBC_USER";
+    public static final String ENV_JDBC_PASSWORD = "TXOUTBOX_TEST_JDBC_PASSWORD";
+
+    private static final Logger log = LoggerFactory.getLogger(TestPostgres.class);
+    private static volatile TestPostgres shared;
+
+    private final String jdbcUrl;
+    private final String user;
+    private final String password;
+    private final EmbeddedPostgres embedded;
+
+    private TestPostgres(String jdbcUrl, String user, String password, EmbeddedPostgres embedded) {
+        this.jdbcUrl = jdbcUrl;
+        this.user = user;
+        this.password = password;
+        this.embedded = embedded;
+    }
+
+    /** The server for this JVM, started on first use and stopped by a shutdown hook. */
+    public static TestPostgres shared() {
+        TestPostgres s = shared;
+        if (s == null) {
+            synchronized (TestPostgres.class) {
+                s = shared;
+                if (s == null) {
+                    s = startFromEnvironmentOrEmbedded();
+                    shared = s;
+                    TestPostgres started = s;
+                    Runtime.getRuntime().addShutdownHook(new Thread(started::stop, "txoutbox-testing-postgres-stop"));
+                }
+            }
+        }
+        return s;
+    }
+
+    private static TestPostgres startFromEnvironmentOrEmbedded() {
+        String url = System.getenv(ENV_JDBC_URL);
+        if (url != null && !url.isBlank()) {
+            String user = envOr(ENV_JDBC_USER, "postgres");
+            String password = envOr(ENV_JDBC_PASSWORD, "");
+            log.info("txoutbox-testing: using PostgreSQL from {}: {}", ENV_JDBC_URL, url);
+            return new TestPostgres(url, user, password, null);
+        }
+        return startEmbedded();
+    }
+
+    /** Starts a new private embedded PostgreSQL (for tests that must stop or restart the server). */
+    public static TestPostgres startEmbedded() {
+        try {
+            long t0 = System.nanoTime();
+            EmbeddedPostgres pg = EmbeddedPostgres.builder()
+                    .setServerConfig("synchronous_commit", "on")
+                    .setServerConfig("wal_level", "logical")
+                    .setServerConfig("max_wal_senders", "10")
+                    .setServerConfig("max_replication_slots", "10")
+                    .setServerConfig("max_connections", "300")
+                    .setServerConfig("fsync", "off")
+                    .setServerConfig("full_page_writes", "off")
+                    .setServerConfig("shared_buffers", "256MB")
+                    .setServerConfig("max_prepared_transactions", "0")
+                    .start();
+            String url = pg.getJdbcUrl("postgres", "postgres");
+            log.info("txoutbox-testing: embedded PostgreSQL started in {} ms at {}",
+                    (System.nanoTime() - t0) / 1_000_000, url);
+            return new TestPostgres(url, "postgres", "postgres", pg);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start embedded PostgreSQL", e);
+        }
+    }
+
+    private static String envOr(String name, String fallback) {
+        String v = System.getenv(name);
+        return v == null ? fallback : v;
+    }
+
+    /** JDBC URL of the server's database (no schema selected). */
+    public String jdbcUrl() {
+        return jdbcUrl;
+    }
+
+    public String user() {
+        return user;
+    }
+
+    public String password() {
+        return password;
+    }
+
+    /** Port of the server, parsed from the JDBC URL. */
+    public int port() {
+        String rest = jdbcUrl.substring(jdbcUrl.indexOf("//") + 2);
+        int colon = rest.indexOf(':');
+        int slash = rest.indexOf('/');
+        return colon < 0 || colon > slash ? 5432 : Integer.parseInt(rest.substring(colon + 1, slash));
+    }
+
+    /** A data source for the server's database, with the given extra pgjdbc properties. */
+    public PGSimpleDataSource dataSource() {
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setURL(jdbcUrl);
+        ds.setUser(user);
+        ds.setPassword(password);
+        return ds;
+    }
+
+    public Connection connect(Properties extra) throws SQLException {
+        Properties p = new Properties();
+        p.setProperty("user", user);
+        p.setProperty("password", password);
+        if (extra != null) {
+            p.putAll(extra);
+        }
+        return DriverManager.getConnection(jdbcUrl, p);
+    }
+
+    public Connection connect() throws SQLException {
+        return connect(null);
+    }
+
+    /** Creates a fresh, uniquely named schema on this server. */
+    public TestDatabase newDatabase(String hint) {
+        return TestDatabase.create(this, hint);
+    }
+
+    public boolean isEmbedded() {
+        return embedded != null;
+    }
+
+    void stop() {
+        if (embedded != null) {
+            try {
+                embedded.close();
+            } catch (IOException e) {
+                log.warn("txoutbox-testing: embedded PostgreSQL did not stop cleanly", e);
+            }
+        }
+    }
+}
