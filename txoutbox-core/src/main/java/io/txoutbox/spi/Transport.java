@@ -1,35 +1,30 @@
 package io.txoutbox.spi;
 
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 
 /**
  * Where a relay sends events: Kafka in {@code txoutbox-kafka}, memory in the {@code txoutbox-test} kit.
  *
- * <p>One asynchronous send per record; batching is the relay's job. A relay hands over a whole batch with
- * {@link #send} (which must not block on the broker), calls {@link #flush()} once, then waits on the stages. A stage
- * completes normally once the broker has durably accepted the record, and exceptionally otherwise; the relay
- * classifies the failure with {@link #isRetriable(Throwable)}.
+ * <p>One asynchronous method. A relay lane hands over a whole batch in outbox order; the transport sends it without
+ * blocking on the broker per record (send all, flush once, then wait) and completes the stage with one
+ * {@link SendResult} per record, in the batch's order.
  *
- * <p>Records of one key are sent in outbox order, one batch at a time. An implementation must keep that order on the
- * wire and must never let a later record of a key be accepted after an earlier one of the same batch failed.
+ * <p><b>The ordering contract.</b> For every partition key, the results of a batch are some {@code Delivered}
+ * followed by some {@code Failed} — never a delivered record after a failed one of the same key — and a record
+ * reported failed must not become visible to consumers after a later record of its key. The Kafka transport keeps it
+ * with one Kafka transaction per batch; the in-memory one stops a key at its first failure.
+ *
+ * <p><b>Lanes.</b> {@code lane} names the relay lane sending the batch; it is stable across restarts and instances,
+ * and a transport may use it to fence an older sender of the same lane (Kafka: the {@code transactional.id}).
+ * A lane sends one batch at a time.
  */
 public interface Transport extends AutoCloseable {
 
-    /** Hands the record over for sending; the stage completes when the broker acknowledged it or it failed. */
-    CompletionStage<Void> send(OutboxRecord record);
+    /** Sends the batch; the stage completes once every record is acknowledged or failed. */
+    CompletionStage<List<SendResult>> send(String lane, List<OutboxRecord> batch);
 
-    /** Pushes out everything handed over so far without waiting for acknowledgements. */
-    default void flush() {
-    }
-
-    /**
-     * Whether a failure may go away by itself (broker down, timeout) — the relay retries with backoff — or will
-     * repeat until someone acts (record too large, unknown topic) — the relay applies the failure policy at once.
-     */
-    default boolean isRetriable(Throwable failure) {
-        return true;
-    }
-
+    /** Releases producers and connections; idempotent. */
     @Override
     default void close() {
     }

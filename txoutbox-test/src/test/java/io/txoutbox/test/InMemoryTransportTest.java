@@ -1,0 +1,88 @@
+package io.txoutbox.test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.SendResult;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+class InMemoryTransportTest {
+
+    private static long ids;
+
+    private static OutboxRecord record(String key, String type) {
+        return new OutboxRecord(++ids, UUID.randomUUID(), "orders", key, "Order", key, null, type,
+                ("{\"type\":\"" + type + "\"}").getBytes(StandardCharsets.UTF_8), true, Map.of(), Instant.now(), 0);
+    }
+
+    private static List<SendResult> send(InMemoryTransport t, List<OutboxRecord> batch) {
+        return t.send("lane-0", batch).toCompletableFuture().join();
+    }
+
+    @Test
+    void delivers_in_order_and_helpers_see_it() {
+        InMemoryTransport t = new InMemoryTransport();
+        OutboxRecord a = record("k1", "Created");
+        OutboxRecord b = record("k1", "Paid");
+        List<SendResult> results = send(t, List.of(a, b));
+        assertThat(results).allMatch(SendResult::isDelivered);
+        assertThat(t.awaitDelivered(a.eventId(), Duration.ofSeconds(1))).isEqualTo(a);
+        DeliveredEvents.of(t.delivered("orders")).assertCount(2).assertNoDuplicates()
+                .assertKeyOrder("k1", "Created", "Paid").assertPayloadContains(b.eventId(), "Paid");
+        assertThatThrownBy(() -> DeliveredEvents.of(t.delivered()).assertKeyOrder("k1", "Paid", "Created"))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("[Created, Paid]");
+    }
+
+    @Test
+    void a_failed_record_holds_back_the_later_records_of_its_key_only() {
+        InMemoryTransport t = new InMemoryTransport();
+        OutboxRecord k1a = record("k1", "A");
+        OutboxRecord k2a = record("k2", "A");
+        OutboxRecord k1b = record("k1", "B");
+        OutboxRecord k2b = record("k2", "B");
+        t.failOnce(k1a.eventId());
+        List<SendResult> results = send(t, List.of(k1a, k2a, k1b, k2b));
+        assertThat(results.get(0)).isInstanceOf(SendResult.Failed.class);
+        assertThat(((SendResult.Failed) results.get(0)).kind()).isEqualTo(SendResult.Kind.RETRIABLE);
+        assertThat(results.get(1).isDelivered()).isTrue();
+        assertThat(((SendResult.Failed) results.get(2)).kind()).isEqualTo(SendResult.Kind.COLLATERAL);
+        assertThat(results.get(3).isDelivered()).isTrue();
+        assertThat(t.delivered()).containsExactly(k2a, k2b);
+        // the rule fired once: the retry goes through
+        assertThat(send(t, List.of(k1a, k1b))).allMatch(SendResult::isDelivered);
+    }
+
+    @Test
+    void down_fails_everything_retriably_until_up_and_permanent_rules_stay() {
+        InMemoryTransport t = new InMemoryTransport();
+        t.goDown();
+        assertThat(send(t, List.of(record("k", "A")))).allMatch(r -> r instanceof SendResult.Failed f
+                && f.kind() == SendResult.Kind.RETRIABLE);
+        t.comeUp();
+        InMemoryTransport.Rule rule = t.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
+        assertThat(send(t, List.of(record("k", "Poison"))).get(0)).isInstanceOf(SendResult.Failed.class);
+        assertThat(send(t, List.of(record("k", "Poison"))).get(0)).isInstanceOf(SendResult.Failed.class);
+        rule.remove();
+        assertThat(send(t, List.of(record("k", "Poison"))).get(0).isDelivered()).isTrue();
+    }
+
+    @Test
+    void await_times_out_with_a_clear_message_and_wakes_on_delivery() throws Exception {
+        InMemoryTransport t = new InMemoryTransport();
+        assertThatThrownBy(() -> t.awaitDelivered(r -> true, Duration.ofMillis(50)))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("found 0");
+        OutboxRecord r = record("k", "Late");
+        CompletableFuture<OutboxRecord> waiting =
+                CompletableFuture.supplyAsync(() -> t.awaitDelivered(r.eventId(), Duration.ofSeconds(5)));
+        send(t, List.of(r));
+        assertThat(waiting.get()).isEqualTo(r);
+    }
+}
