@@ -70,6 +70,11 @@ public record OutboxSchema(String schema, String outboxTable, int shards) {
         return Identifiers.quote(schema) + "." + Identifiers.quote(outboxTable);
     }
 
+    /** The channel of the optional wake-up {@code NOTIFY} for this outbox table. */
+    public String notifyChannel() {
+        return "txoutbox." + schema + "." + outboxTable;
+    }
+
     @Override
     public String toString() {
         return schema + "." + outboxTable + " (" + shards + " shards)";

@@ -26,11 +26,13 @@ public final class DefaultOutbox implements Outbox {
     private final OutboxConfig config;
     private final OutboxSql sql;
     private final Runnable afterPublish;
+    private final boolean notifyOnPublish;
 
-    public DefaultOutbox(OutboxConfig config, Runnable afterPublish) {
+    public DefaultOutbox(OutboxConfig config, Runnable afterPublish, boolean notifyOnPublish) {
         this.config = config;
         this.sql = new OutboxSql(config.schema(), MAX_ROWS_PER_STATEMENT);
         this.afterPublish = afterPublish;
+        this.notifyOnPublish = notifyOnPublish;
         log.info("txoutbox-outbox: writer ready: {}", config);
     }
 
@@ -59,6 +61,9 @@ public final class DefaultOutbox implements Outbox {
             int to = Math.min(rows.size(), from + MAX_ROWS_PER_STATEMENT);
             insert(connection, rows.subList(from, to));
         }
+        if (notifyOnPublish) {
+            notifyRelay(connection);
+        }
         if (afterPublish != null) {
             try {
                 afterPublish.run();
@@ -71,6 +76,17 @@ public final class DefaultOutbox implements Outbox {
             ids.add(r.message.eventId());
         }
         return ids;
+    }
+
+    /** PostgreSQL folds identical notifications of one transaction into one, delivered at commit. */
+    private void notifyRelay(Connection connection) {
+        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_notify(?, '')")) {
+            ps.setString(1, config.schema().notifyChannel());
+            ps.execute();
+        } catch (SQLException e) {
+            throw new OutboxException("publish wrote the events but NOTIFY failed: " + e.getMessage()
+                    + ". The transaction is aborted: roll it back.", e, SqlErrors.isRetriable(e));
+        }
     }
 
     private static void requireTransaction(Connection connection) {

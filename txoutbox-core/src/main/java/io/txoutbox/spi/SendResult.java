@@ -23,7 +23,12 @@ public sealed interface SendResult {
     }
 
     enum Kind {
-        /** May succeed later (broker down, timeout): retry the key with backoff. */
+        /**
+         * The broker could not be reached or did not answer (down, timeout, no leader): nothing is wrong with the
+         * record. The relay backs off without counting an attempt, so an outage of any length parks nothing.
+         */
+        UNAVAILABLE,
+        /** Something about this record failed and may succeed later: retry its key with backoff, count an attempt. */
         RETRIABLE,
         /** Will fail again until someone acts (too large, invalid topic): apply the failure policy now. */
         PERMANENT,
@@ -36,6 +41,10 @@ public sealed interface SendResult {
 
     static SendResult delivered() {
         return new Delivered(-1, -1L);
+    }
+
+    static SendResult unavailable(Throwable cause) {
+        return new Failed(Kind.UNAVAILABLE, cause);
     }
 
     static SendResult retriable(Throwable cause) {

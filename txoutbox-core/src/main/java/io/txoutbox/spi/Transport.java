@@ -12,7 +12,9 @@ import java.util.concurrent.CompletionStage;
  *
  * <p><b>The ordering contract.</b> For every partition key, the results of a batch are some {@code Delivered}
  * followed by some {@code Failed} — never a delivered record after a failed one of the same key — and a record
- * reported failed must not become visible to consumers after a later record of its key. The Kafka transport keeps it
+ * reported failed must not become visible to consumers after a later record of its key. Report a broker that
+ * cannot be reached as {@code UNAVAILABLE} (the relay waits, counting no attempt) and problems of a record as
+ * {@code RETRIABLE} or {@code PERMANENT}. The Kafka transport keeps it
  * with one Kafka transaction per batch; the in-memory one stops a key at its first failure.
  *
  * <p><b>Lanes.</b> {@code lane} names the relay lane sending the batch; it is stable across restarts and instances,

@@ -66,7 +66,8 @@ public final class InMemoryTransport implements Transport {
     public Rule failWhen(Predicate<OutboxRecord> matches, SendResult.Kind kind, int times) {
         Objects.requireNonNull(matches, "matches");
         if (kind == SendResult.Kind.COLLATERAL) {
-            throw new IllegalArgumentException("fail records as RETRIABLE or PERMANENT; COLLATERAL follows from them");
+            throw new IllegalArgumentException("fail records as RETRIABLE, UNAVAILABLE or PERMANENT; COLLATERAL "
+                    + "follows from them");
         }
         Rule rule = new Rule(matches, kind, "injected " + kind.name().toLowerCase() + " failure", times);
         rules.add(rule);
@@ -78,7 +79,7 @@ public final class InMemoryTransport implements Transport {
         return failWhen(r -> r.eventId().equals(eventId), SendResult.Kind.RETRIABLE, 1);
     }
 
-    /** From now on every send fails retriably, like a broker that is down. */
+    /** From now on every send fails as {@code UNAVAILABLE}, like a broker that is down. */
     public void goDown() {
         down = true;
     }
@@ -97,7 +98,7 @@ public final class InMemoryTransport implements Transport {
         Set<String> failedKeys = new HashSet<>();
         for (OutboxRecord r : batch) {
             if (down) {
-                results.add(SendResult.retriable(new IllegalStateException("in-memory broker is down")));
+                results.add(SendResult.unavailable(new IllegalStateException("in-memory broker is down")));
                 continue;
             }
             if (r.key() != null && failedKeys.contains(r.key())) {
@@ -110,10 +111,7 @@ public final class InMemoryTransport implements Transport {
                 if (r.key() != null) {
                     failedKeys.add(r.key());
                 }
-                SendResult failed = rule.kind == SendResult.Kind.PERMANENT
-                        ? SendResult.permanent(new IllegalStateException(rule.message))
-                        : SendResult.retriable(new IllegalStateException(rule.message));
-                results.add(failed);
+                results.add(new SendResult.Failed(rule.kind, new IllegalStateException(rule.message)));
                 continue;
             }
             delivered.add(r);

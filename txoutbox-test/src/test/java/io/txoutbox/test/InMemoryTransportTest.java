@@ -65,7 +65,7 @@ class InMemoryTransportTest {
         InMemoryTransport t = new InMemoryTransport();
         t.goDown();
         assertThat(send(t, List.of(record("k", "A")))).allMatch(r -> r instanceof SendResult.Failed f
-                && f.kind() == SendResult.Kind.RETRIABLE);
+                && f.kind() == SendResult.Kind.UNAVAILABLE);
         t.comeUp();
         InMemoryTransport.Rule rule = t.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
         assertThat(send(t, List.of(record("k", "Poison"))).get(0)).isInstanceOf(SendResult.Failed.class);

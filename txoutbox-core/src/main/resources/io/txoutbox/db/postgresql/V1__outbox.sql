@@ -25,6 +25,8 @@ CREATE OR REPLACE FUNCTION "${schema}".txoutbox_uuidv7()
         'hex')::uuid;
 
 -- One row per event. Rows are kept after publishing (audit, replay) until retention removes them.
+-- state: PENDING (to send; published_at NULL), PUBLISHED (published_at set), PARKED (its key waits for an
+-- operator), DEAD (given up by policy; its key moved on).
 --
 -- Primary key: event_id alone. UUIDv7 ids are time-ordered, so a range of event_ids is a range of time: the table
 -- can later become a table partitioned BY RANGE (event_id) with time-bounded partitions and still keep a real
@@ -56,10 +58,16 @@ CREATE TABLE IF NOT EXISTS "${schema}"."${outbox_table}" (
     CONSTRAINT "${outbox_table}_headers" CHECK (jsonb_typeof(headers) = 'object')
 );
 
--- The relay's claim: pending rows of a shard in id order. Partial, so published rows leave the hot index.
+-- The relay's claim: pending rows in id order. Partial, so published (and parked, dead) rows leave the hot index.
+-- The shard filter is applied while walking it: a relay lane owns a fixed share of the shards.
 CREATE INDEX IF NOT EXISTS "${outbox_table}_pending"
-    ON "${schema}"."${outbox_table}" (shard, id)
-    WHERE published_at IS NULL;
+    ON "${schema}"."${outbox_table}" (id) INCLUDE (shard)
+    WHERE state = 'PENDING';
+
+-- Heads of keys that wait: parked, or failed and backing off. Normally empty; read before every claim.
+CREATE INDEX IF NOT EXISTS "${outbox_table}_waiting"
+    ON "${schema}"."${outbox_table}" (shard, partition_key)
+    WHERE state = 'PARKED' OR (state = 'PENDING' AND next_attempt_at IS NOT NULL);
 
 -- Replay, retention and status look rows up by id.
 CREATE INDEX IF NOT EXISTS "${outbox_table}_id"

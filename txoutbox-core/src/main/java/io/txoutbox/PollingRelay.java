@@ -1,0 +1,187 @@
+package io.txoutbox;
+
+import io.txoutbox.internal.relay.DefaultPollingRelay;
+import io.txoutbox.spi.Transport;
+import java.time.Duration;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * Publishes pending outbox rows through a {@link Transport} (Kafka) and marks them published.
+ *
+ * <pre>{@code
+ * PollingRelay relay = PollingRelay.builder()
+ *         .dataSource(relayDataSource)          // a few connections of its own
+ *         .transport(KafkaTransport.builder().bootstrapServers("kafka:9092").build())
+ *         .build();
+ * relay.start();
+ * Outbox outbox = Outbox.builder().afterPublish(relay::nudge).build();   // wake it right after writes
+ * ...
+ * relay.close();
+ * }</pre>
+ *
+ * <p>The shards of the outbox are split into {@code lanes}; each lane sends one batch at a time: read the oldest due
+ * pending rows of its shards (skipping keys that wait), hand them all to the transport, wait for every
+ * acknowledgement, mark the delivered ones published in one statement. A lane works only while it holds its
+ * PostgreSQL advisory lock on its own connection — so of several relay instances exactly one works each lane and the
+ * others wait as hot standbys — and it marks rows through that same session, so a relay that lost its lock cannot
+ * mark anything. No database transaction is open while the broker is waited for.
+ */
+public interface PollingRelay extends AutoCloseable {
+
+    /** Starts the lanes; returns at once. */
+    PollingRelay start();
+
+    /** Wakes the lanes now (call after a commit that wrote events); cheap, never blocks. */
+    void nudge();
+
+    /** Counters since start. */
+    RelayStats stats();
+
+    RelayConfig config();
+
+    /** Stops the lanes: waits for the batches in flight (bounded), releases locks and connections. Idempotent. */
+    @Override
+    void close();
+
+    static Builder builder() {
+        return new Builder();
+    }
+
+    /** Counters of one relay since it started. */
+    record RelayStats(long published, long failedAttempts, long parked, long deadLettered, long batches,
+            long loopErrors, int lanesOwned) {
+    }
+
+    /** Validating builder; {@link #build()} fails fast and names the property at fault. */
+    final class Builder {
+        private DataSource dataSource;
+        private Transport transport;
+        private OutboxSchema schema = OutboxSchema.defaults();
+        private String name = RelayConfig.DEFAULT_NAME;
+        private int lanes = RelayConfig.DEFAULT_LANES;
+        private int batchSize = RelayConfig.DEFAULT_BATCH_SIZE;
+        private Duration pollInterval = RelayConfig.DEFAULT_POLL_INTERVAL;
+        private Duration sendTimeout = RelayConfig.DEFAULT_SEND_TIMEOUT;
+        private Duration statementTimeout = RelayConfig.DEFAULT_STATEMENT_TIMEOUT;
+        private Duration lockTimeout = RelayConfig.DEFAULT_LOCK_TIMEOUT;
+        private Duration transactionTimeout = RelayConfig.DEFAULT_TRANSACTION_TIMEOUT;
+        private Duration outageBackoffMax = RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX;
+        private RetryPolicy retry = RetryPolicy.defaults();
+        private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
+        private String deadLetterTopic;
+        private boolean listenNotify;
+
+        private Builder() {
+        }
+
+        /** Where the relay gets its connections: one per lane, held while it works (plus one for LISTEN). */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = dataSource;
+            return this;
+        }
+
+        /** Where events go; the relay owns it from now on and closes it when the relay closes. */
+        public Builder transport(Transport transport) {
+            this.transport = transport;
+            return this;
+        }
+
+        public Builder schema(OutboxSchema schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        /** Names the relay in logs, thread names and the transport's lane ids ({@code <name>-<lane>}). */
+        public Builder name(String name) {
+            this.name = name;
+            return this;
+        }
+
+        /** Lanes, each sending one batch at a time, default {@value RelayConfig#DEFAULT_LANES}; same in all instances. */
+        public Builder lanes(int lanes) {
+            this.lanes = lanes;
+            return this;
+        }
+
+        /** Rows per batch, default {@value RelayConfig#DEFAULT_BATCH_SIZE}. */
+        public Builder batchSize(int batchSize) {
+            this.batchSize = batchSize;
+            return this;
+        }
+
+        /** How often an idle lane looks for work without a nudge, default 500 ms. */
+        public Builder pollInterval(Duration pollInterval) {
+            this.pollInterval = pollInterval;
+            return this;
+        }
+
+        /** How long a lane waits for a batch's acknowledgements before it counts the batch as failed. */
+        public Builder sendTimeout(Duration sendTimeout) {
+            this.sendTimeout = sendTimeout;
+            return this;
+        }
+
+        public Builder statementTimeout(Duration statementTimeout) {
+            this.statementTimeout = statementTimeout;
+            return this;
+        }
+
+        public Builder lockTimeout(Duration lockTimeout) {
+            this.lockTimeout = lockTimeout;
+            return this;
+        }
+
+        /** The longest any relay transaction may stay open (PostgreSQL ends it beyond), default 10 s. */
+        public Builder transactionTimeout(Duration transactionTimeout) {
+            this.transactionTimeout = transactionTimeout;
+            return this;
+        }
+
+        /** Cap of a lane's pause while the transport is down, default 5 s. */
+        public Builder outageBackoffMax(Duration outageBackoffMax) {
+            this.outageBackoffMax = outageBackoffMax;
+            return this;
+        }
+
+        public Builder retry(RetryPolicy retry) {
+            this.retry = retry;
+            return this;
+        }
+
+        public Builder failurePolicy(FailurePolicy failurePolicy) {
+            this.failurePolicy = failurePolicy;
+            return this;
+        }
+
+        /** With {@link FailurePolicy#DEAD_LETTER_AND_CONTINUE}: also send dead events to this topic. */
+        public Builder deadLetterTopic(String deadLetterTopic) {
+            this.deadLetterTopic = deadLetterTopic;
+            return this;
+        }
+
+        /**
+         * Also wake on PostgreSQL {@code NOTIFY} (off by default): pair it with
+         * {@link Outbox.Builder#notifyOnPublish(boolean)}. NOTIFY serialises committing writers on a global lock.
+         */
+        public Builder listenNotify(boolean listenNotify) {
+            this.listenNotify = listenNotify;
+            return this;
+        }
+
+        public PollingRelay build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("relay.dataSource is required: the relay reads and marks "
+                        + "the outbox through connections of its own");
+            }
+            if (transport == null) {
+                throw new InvalidConfigurationException("relay.transport is required, e.g. "
+                        + "KafkaTransport.builder().bootstrapServers(...).build()");
+            }
+            RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, pollInterval, sendTimeout,
+                    statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, retry, failurePolicy,
+                    deadLetterTopic, listenNotify);
+            return new DefaultPollingRelay(config, Objects.requireNonNull(dataSource), transport);
+        }
+    }
+}

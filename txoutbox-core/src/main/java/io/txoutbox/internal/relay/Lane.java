@@ -1,0 +1,601 @@
+package io.txoutbox.internal.relay;
+
+import io.txoutbox.FailurePolicy;
+import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.TestHooks;
+import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.SendResult;
+import io.txoutbox.spi.Transport;
+import java.nio.charset.StandardCharsets;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One lane of the polling relay: a fixed share of the shards ({@code shard % lanes == index}), worked by one thread
+ * with one connection that holds the lane's advisory lock. One batch in flight at a time.
+ */
+final class Lane implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(Lane.class);
+    private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
+    private static final long NUDGE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    private static final int MAX_ERROR_LENGTH = 2000;
+
+    private final RelayConfig config;
+    private final int index;
+    private final String laneId;
+    private final Integer[] shards;
+    private final DataSource dataSource;
+    private final Transport transport;
+    private final RelaySql sql;
+    private final RelayCounters counters;
+    private final Semaphore wake = new Semaphore(0);
+
+    private volatile boolean stopping;
+    private volatile long nudgedAt = System.nanoTime() - NUDGE_WINDOW_NANOS * 2;
+    private Connection connection;
+    private boolean owner;
+    private CompletableFuture<List<SendResult>> unfinished;
+    private long outageBackoffMs;
+    private long errorBackoffMs;
+    private String standbyReason;
+
+    Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
+            RelayCounters counters) {
+        this.config = config;
+        this.index = index;
+        this.laneId = config.name() + "-" + index;
+        this.dataSource = dataSource;
+        this.transport = transport;
+        this.sql = sql;
+        this.counters = counters;
+        List<Integer> mine = new ArrayList<>();
+        for (int s = 0; s < config.schema().shards(); s++) {
+            if (s % config.lanes() == index) {
+                mine.add(s);
+            }
+        }
+        this.shards = mine.toArray(new Integer[0]);
+    }
+
+    String id() {
+        return laneId;
+    }
+
+    boolean isOwner() {
+        return owner;
+    }
+
+    void nudge() {
+        nudgedAt = System.nanoTime();
+        if (wake.availablePermits() == 0) {
+            wake.release();
+        }
+    }
+
+    void stop() {
+        stopping = true;
+        wake.release();
+    }
+
+    @Override
+    public void run() {
+        log.info("txoutbox-relay {}: lane started for shards {}", laneId, java.util.Arrays.toString(shards));
+        try {
+            while (!stopping) {
+                try {
+                    if (!ensureOwnership()) {
+                        pause(STANDBY_RETRY.toMillis());
+                        continue;
+                    }
+                    Outcome outcome = runBatch();
+                    errorBackoffMs = 0;
+                    switch (outcome) {
+                        case IDLE -> idle();
+                        case OUTAGE -> pause(nextOutageBackoff());
+                        case WORKED -> outageBackoffMs = 0;
+                    }
+                } catch (Throwable t) { // the loop never dies; it reconnects and goes on
+                    counters.loopErrors.increment();
+                    log.error("txoutbox-relay {}: batch failed, reconnecting: {}", laneId, t.toString(), t);
+                    dropConnection();
+                    errorBackoffMs = Math.min(5_000, Math.max(100, errorBackoffMs * 2));
+                    pause(errorBackoffMs);
+                }
+            }
+        } finally {
+            try {
+                awaitUnfinishedSend(Duration.ofSeconds(5));
+            } catch (RuntimeException e) {
+                log.warn("txoutbox-relay {}: stopping with a batch still unresolved by the transport", laneId);
+            }
+            dropConnection();
+            log.info("txoutbox-relay {}: lane stopped", laneId);
+        }
+    }
+
+    private enum Outcome { IDLE, WORKED, OUTAGE }
+
+    // ---- ownership -------------------------------------------------------------------------------------------
+
+    private boolean ensureOwnership() throws SQLException {
+        if (owner && connection != null) {
+            return true;
+        }
+        if (connection == null) {
+            connection = dataSource.getConnection();
+            connection.setAutoCommit(true);
+            try (Statement st = connection.createStatement()) {
+                // Session settings of the relay's own connection; reset before it is handed back.
+                st.execute("SET statement_timeout = " + config.statementTimeout().toMillis());
+                st.execute("SET lock_timeout = " + config.lockTimeout().toMillis());
+                st.execute("SET idle_in_transaction_session_timeout = " + config.transactionTimeout().toMillis());
+                st.execute("SET plan_cache_mode = force_custom_plan");
+                st.execute("SET application_name = 'txoutbox-relay " + laneId.replace("'", "") + "'");
+            }
+        }
+        boolean locked;
+        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+            ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE, index));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                locked = rs.getBoolean(1);
+            }
+        }
+        if (!locked) {
+            standby("another relay instance owns this lane");
+            releaseConnection(); // a standby holds no connection between tries
+            return false;
+        }
+        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
+            ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()));
+            ps.execute();
+        }
+        List<Integer> others = new ArrayList<>();
+        try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery(sql.otherLaneCounts())) {
+            while (rs.next()) {
+                if (rs.getInt(1) != config.lanes()) {
+                    others.add(rs.getInt(1));
+                }
+            }
+        }
+        if (!others.isEmpty()) {
+            log.error("txoutbox-relay {}: another relay instance works {} with relay.lanes={} but this one has "
+                    + "relay.lanes={}: lanes would overlap and break per-key order, so this lane waits. Give every "
+                    + "instance the same relay.lanes.", laneId, config.schema(), others, config.lanes());
+            releaseConnection();
+            return false;
+        }
+        owner = true;
+        standbyReason = null;
+        counters.lanesOwned.incrementAndGet();
+        log.info("txoutbox-relay {}: owns the lane now", laneId);
+        connection.setAutoCommit(false);
+        return true;
+    }
+
+    private void standby(String reason) {
+        if (!reason.equals(standbyReason)) {
+            log.info("txoutbox-relay {}: standing by: {}", laneId, reason);
+            standbyReason = reason;
+        }
+    }
+
+    private void releaseConnection() {
+        Connection c = connection;
+        connection = null;
+        if (owner) {
+            owner = false;
+            counters.lanesOwned.decrementAndGet();
+        }
+        if (c == null) {
+            return;
+        }
+        try {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("SELECT pg_advisory_unlock_all()");
+                st.execute("RESET ALL");
+            }
+        } catch (SQLException e) {
+            log.debug("txoutbox-relay {}: could not reset connection: {}", laneId, e.toString());
+        } finally {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing a broken connection
+            }
+        }
+    }
+
+    private void dropConnection() {
+        releaseConnection();
+    }
+
+    // ---- one batch -------------------------------------------------------------------------------------------
+
+    private Outcome runBatch() throws Exception {
+        Connection c = connection;
+        List<OutboxRecord> batch;
+        try {
+            Set<String> waiting = waitingKeys(c);
+            batch = claim(c, waiting);
+            c.commit();
+        } catch (SQLException e) {
+            rollbackQuietly(c);
+            throw e;
+        }
+        if (batch.isEmpty()) {
+            return Outcome.IDLE;
+        }
+        TestHooks.hit(TestHooks.AFTER_CLAIM);
+        awaitUnfinishedSend(config.sendTimeout());
+        long t0 = System.nanoTime();
+        CompletableFuture<List<SendResult>> sending;
+        try {
+            sending = transport.send(laneId, batch).toCompletableFuture();
+        } catch (RuntimeException e) {
+            sending = CompletableFuture.failedFuture(e);
+        }
+        TestHooks.hit(TestHooks.AFTER_SEND_BEFORE_ACK);
+        List<SendResult> results = await(sending, batch);
+        counters.batches.increment();
+        TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK);
+        Outcome outcome = record(c, batch, results);
+        if (log.isDebugEnabled()) {
+            log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(),
+                    (System.nanoTime() - t0) / 1_000_000);
+        }
+        return outcome;
+    }
+
+    private Set<String> waitingKeys(Connection c) throws SQLException {
+        Set<String> keys = new HashSet<>();
+        try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
+            ps.setArray(1, c.createArrayOf("integer", shards));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    keys.add(rs.getString(1));
+                }
+            }
+        }
+        return keys;
+    }
+
+    private List<OutboxRecord> claim(Connection c, Set<String> waiting) throws SQLException {
+        List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
+        try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
+            ps.setArray(1, c.createArrayOf("integer", shards));
+            ps.setArray(2, c.createArrayOf("text", waiting.toArray(new String[0])));
+            ps.setInt(3, config.batchSize());
+            ps.setFetchSize(config.batchSize());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String json = rs.getString(9);
+                    byte[] bytes = rs.getBytes(10);
+                    long version = rs.getLong(7);
+                    Long aggregateVersion = rs.wasNull() ? null : version;
+                    byte[] value = json != null ? json.getBytes(StandardCharsets.UTF_8) : bytes;
+                    batch.add(new OutboxRecord(rs.getLong(1), (UUID) rs.getObject(2), rs.getString(3),
+                            rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion, rs.getString(8),
+                            value, json != null, HeadersJson.parse(rs.getString(11)),
+                            rs.getTimestamp(12).toInstant(), rs.getInt(13)));
+                }
+            }
+        }
+        return batch;
+    }
+
+    /** Waits for the transport's verdict; past the send timeout the batch counts as undelivered. */
+    private List<SendResult> await(CompletableFuture<List<SendResult>> sending, List<OutboxRecord> batch)
+            throws InterruptedException {
+        Throwable failure;
+        try {
+            List<SendResult> results = sending.get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            if (results != null && results.size() == batch.size()) {
+                return results;
+            }
+            failure = new IllegalStateException("transport returned " + (results == null ? "null" : results.size())
+                    + " results for a batch of " + batch.size());
+        } catch (TimeoutException e) {
+            unfinished = sending; // one batch in flight per lane: the next send waits for this one to end
+            failure = new TimeoutException("no acknowledgement within relay.sendTimeout " + config.sendTimeout());
+        } catch (ExecutionException e) {
+            failure = e.getCause();
+        }
+        // A transport that cannot say what happened is treated as unreachable: back off, park nothing.
+        List<SendResult> all = new ArrayList<>(batch.size());
+        for (int i = 0; i < batch.size(); i++) {
+            all.add(SendResult.unavailable(failure));
+        }
+        return all;
+    }
+
+    private void awaitUnfinishedSend(Duration max) {
+        CompletableFuture<List<SendResult>> previous = unfinished;
+        if (previous == null) {
+            return;
+        }
+        try {
+            previous.get(max.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            if (!previous.isDone()) {
+                log.warn("txoutbox-relay {}: the previous batch is still unresolved by the transport", laneId);
+                throw new IllegalStateException("previous batch of lane " + laneId + " unresolved");
+            }
+        }
+        unfinished = null;
+    }
+
+    /** Marks delivered rows published and records failures per key, in one short transaction. */
+    private Outcome record(Connection c, List<OutboxRecord> batch, List<SendResult> results)
+            throws SQLException, InterruptedException {
+        List<Long> published = new ArrayList<>(batch.size());
+        Map<String, Integer> failedKeyAt = new HashMap<>();
+        List<Failure> failures = new ArrayList<>();
+        boolean anyUnavailable = false;
+        int contractBreaks = 0;
+        for (int i = 0; i < batch.size(); i++) {
+            OutboxRecord r = batch.get(i);
+            SendResult result = results.get(i);
+            if (result instanceof SendResult.Delivered) {
+                if (r.key() != null && failedKeyAt.containsKey(r.key())) {
+                    contractBreaks++;
+                    log.error("txoutbox-relay {}: transport delivered event {} after an earlier event of its key "
+                            + "failed: it breaks the Transport ordering contract", laneId, r.eventId());
+                }
+                published.add(r.id());
+                continue;
+            }
+            SendResult.Failed failed = (SendResult.Failed) result;
+            if (r.key() != null) {
+                if (failedKeyAt.containsKey(r.key())) {
+                    continue; // a later event of a key that already failed in this batch: it just waits
+                }
+                failedKeyAt.put(r.key(), i);
+            }
+            switch (failed.kind()) {
+                case COLLATERAL -> counters.collateral.increment();
+                case UNAVAILABLE -> {
+                    anyUnavailable = true;
+                    failures.add(new Failure(r, failed));
+                }
+                case RETRIABLE, PERMANENT -> failures.add(new Failure(r, failed));
+            }
+        }
+        // Nothing got through and the broker was unreachable: the lane pauses (growing, capped) before the next try.
+        boolean outage = published.isEmpty() && anyUnavailable;
+        List<Failure> deadLetters = new ArrayList<>();
+        FailureUpdate update = new FailureUpdate();
+        for (Failure f : failures) {
+            plan(f, update, deadLetters);
+        }
+        if (!deadLetters.isEmpty() && config.deadLetterTopic() != null) {
+            sendToDeadLetterTopic(deadLetters, update);
+        }
+        try {
+            if (!published.isEmpty()) {
+                try (PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
+                    ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
+                    int marked = ps.executeUpdate();
+                    if (marked != published.size()) {
+                        log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
+                                + "operator meanwhile", laneId, marked, published.size());
+                    }
+                }
+            }
+            if (!update.ids.isEmpty()) {
+                try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+                    ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
+                    ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
+                    ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
+                    ps.setArray(4, c.createArrayOf("text", update.states.toArray(new String[0])));
+                    ps.setArray(5, c.createArrayOf("integer", update.addAttempts.toArray(new Integer[0])));
+                    ps.executeUpdate();
+                }
+            }
+            TestHooks.hit(TestHooks.AFTER_MARK_BEFORE_COMMIT);
+            c.commit();
+        } catch (SQLException e) {
+            rollbackQuietly(c);
+            if (!published.isEmpty()) {
+                log.warn("txoutbox-relay {}: {} delivered events could not be marked ({}); they will be sent again",
+                        laneId, published.size(), e.getMessage());
+            }
+            throw e;
+        }
+        counters.published.add(published.size());
+        counters.contractBreaks.add(contractBreaks);
+        counters.parked.add(update.parked);
+        counters.dead.add(update.dead);
+        if (outage) {
+            counters.outages.increment();
+            return Outcome.OUTAGE;
+        }
+        return Outcome.WORKED;
+    }
+
+    private record Failure(OutboxRecord record, SendResult.Failed failed) {
+    }
+
+    /** Column values for the failure UPDATE, one entry per failed head. */
+    private static final class FailureUpdate {
+        final List<Long> ids = new ArrayList<>();
+        final List<String> errors = new ArrayList<>();
+        final List<Long> delays = new ArrayList<>();
+        final List<String> states = new ArrayList<>();
+        final List<Integer> addAttempts = new ArrayList<>();
+        long parked;
+        long dead;
+
+        void add(long id, String error, long delayMs, String state, int addAttempt) {
+            ids.add(id);
+            errors.add(error);
+            delays.add(delayMs);
+            states.add(state);
+            addAttempts.add(addAttempt);
+        }
+
+        void set(long id, String error, long delayMs, String state, int addAttempt) {
+            int i = ids.indexOf(id);
+            errors.set(i, error);
+            delays.set(i, delayMs);
+            states.set(i, state);
+            addAttempts.set(i, addAttempt);
+        }
+    }
+
+    private void plan(Failure f, FailureUpdate update, List<Failure> deadLetters) {
+        OutboxRecord r = f.record;
+        String error = describe(f.failed);
+        if (f.failed.kind() == SendResult.Kind.UNAVAILABLE) {
+            // The broker is unreachable: back the key off with the lane, count no attempt — an outage must not park.
+            counters.unavailable.increment();
+            long delay = Math.max(nextOutageBackoffPreview(), 1);
+            update.add(r.id(), "transport unavailable: " + error, delay, "PENDING", 0);
+            return;
+        }
+        counters.failedAttempts.increment();
+        int attempts = r.attempts() + 1;
+        boolean permanent = f.failed.kind() == SendResult.Kind.PERMANENT;
+        if (!permanent && attempts < config.retry().maxAttempts()) {
+            long delay = config.retry().backoffAfter(attempts).toMillis();
+            log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
+                    r.eventId(), r.key(), attempts, config.retry().maxAttempts(), delay, error);
+            update.add(r.id(), error, delay, "PENDING", 1);
+            return;
+        }
+        String why = permanent ? "failed permanently" : "failed " + attempts + " times";
+        if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
+            log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
+                    laneId, r.eventId(), why, r.key(), error);
+            update.add(r.id(), error, 0, "PARKED", 1);
+            update.parked++;
+        } else {
+            log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
+                    why, r.key(), error);
+            update.add(r.id(), error, 0, "DEAD", 1);
+            update.dead++;
+            deadLetters.add(f);
+        }
+    }
+
+    private void sendToDeadLetterTopic(List<Failure> dead, FailureUpdate update) throws InterruptedException {
+        List<OutboxRecord> records = new ArrayList<>(dead.size());
+        for (Failure f : dead) {
+            OutboxRecord r = f.record;
+            Map<String, String> headers = new HashMap<>(r.headers());
+            headers.put("txoutbox.dlt.original_topic", r.topic());
+            headers.put("txoutbox.dlt.exception", f.failed.cause().getClass().getName());
+            headers.put("txoutbox.dlt.reason", truncate(describe(f.failed), 1000));
+            headers.put("txoutbox.dlt.attempts", Integer.toString(r.attempts() + 1));
+            records.add(new OutboxRecord(r.id(), r.eventId(), config.deadLetterTopic(), r.key(), r.aggregateType(),
+                    r.aggregateId(), r.aggregateVersion(), r.eventType(), r.value(), r.json(), headers,
+                    r.createdAt(), r.attempts()));
+        }
+        List<SendResult> results;
+        try {
+            results = transport.send(laneId + "-dlt", records).toCompletableFuture()
+                    .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            results = null;
+        }
+        for (int i = 0; i < records.size(); i++) {
+            if (results == null || !results.get(i).isDelivered()) {
+                // Not in the dead-letter topic: keep the event pending and try again later.
+                OutboxRecord r = dead.get(i).record;
+                long delay = config.retry().backoffAfter(r.attempts() + 1).toMillis();
+                update.set(r.id(), "dead-letter topic send failed; will retry", delay, "PENDING", 1);
+                update.dead--;
+            }
+        }
+    }
+
+    private static String describe(SendResult.Failed f) {
+        Throwable c = f.cause();
+        String msg = c.getClass().getSimpleName() + ": " + c.getMessage();
+        return truncate(msg, MAX_ERROR_LENGTH);
+    }
+
+    private static String truncate(String s, int max) {
+        return s.length() <= max ? s : s.substring(0, max) + "…";
+    }
+
+    // ---- waiting ---------------------------------------------------------------------------------------------
+
+    private long nextOutageBackoffPreview() {
+        return Math.min(config.outageBackoffMax().toMillis(), Math.max(100, outageBackoffMs * 2));
+    }
+
+    private long nextOutageBackoff() {
+        outageBackoffMs = nextOutageBackoffPreview();
+        log.warn("txoutbox-relay {}: transport unavailable, pausing {} ms", laneId, outageBackoffMs);
+        return outageBackoffMs;
+    }
+
+    /** Nothing to do: poll again soon after a nudge (the writer may not have committed yet), else at the interval. */
+    private void idle() throws InterruptedException {
+        long sinceNudge = System.nanoTime() - nudgedAt;
+        if (sinceNudge < NUDGE_WINDOW_NANOS) {
+            long ms = Math.max(1, TimeUnit.NANOSECONDS.toMillis(sinceNudge) / 4);
+            wake.tryAcquire(Math.min(ms, 20), TimeUnit.MILLISECONDS);
+        } else {
+            wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void pause(long ms) {
+        try {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+            while (!stopping) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return;
+                }
+                // a nudge must not cut a backoff short: drain it and keep waiting
+                wake.tryAcquire(left, TimeUnit.NANOSECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopping = true;
+        }
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // the connection is broken; the loop reconnects
+        }
+    }
+
+    static boolean isRetriable(SQLException e) {
+        return SqlErrors.isRetriable(e);
+    }
+}

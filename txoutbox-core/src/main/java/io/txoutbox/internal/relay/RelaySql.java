@@ -1,0 +1,57 @@
+package io.txoutbox.internal.relay;
+
+import io.txoutbox.OutboxSchema;
+import java.nio.charset.StandardCharsets;
+import java.util.zip.CRC32;
+
+/** The polling relay's SQL for PostgreSQL, in one place. Identifiers are validated; values are parameters. */
+final class RelaySql {
+
+    /** Advisory lock kinds in the low 32 bits of the 64-bit lock key ({@code kind << 16 | value}). */
+    static final int LOCK_KIND_LANE = 1;
+    static final int LOCK_KIND_LANE_COUNT = 2;
+
+    final String waitingKeys;
+    final String claim;
+    final String markPublished;
+    final String recordFailures;
+    final int tableHash;
+
+    RelaySql(OutboxSchema schema) {
+        String t = schema.qualifiedOutboxTable();
+        // The predicate repeats the "waiting" partial index's, so the planner can use it.
+        this.waitingKeys = "SELECT DISTINCT partition_key FROM " + t
+                + " WHERE shard = ANY(?) AND partition_key IS NOT NULL"
+                + " AND (state = 'PARKED' OR (state = 'PENDING' AND next_attempt_at IS NOT NULL))"
+                + " AND (state = 'PARKED' OR next_attempt_at > now())";
+        this.claim = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
+                + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts FROM " + t
+                + " WHERE state = 'PENDING' AND shard = ANY(?)"
+                + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
+                + " AND (partition_key IS NULL OR NOT (partition_key = ANY(?)))"
+                + " ORDER BY id LIMIT ?";
+        this.markPublished = "UPDATE " + t + " SET state = 'PUBLISHED', published_at = now()"
+                + " WHERE state = 'PENDING' AND id = ANY(?)";
+        this.recordFailures = "UPDATE " + t + " o SET attempts = o.attempts + f.add_attempt, last_error = f.err,"
+                + " state = f.new_state,"
+                + " next_attempt_at = CASE WHEN f.new_state = 'PENDING' THEN now() + f.delay_ms * interval '1 ms' END"
+                + " FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::int[])"
+                + " AS f(id, err, delay_ms, new_state, add_attempt)"
+                + " WHERE o.state = 'PENDING' AND o.id = f.id";
+        CRC32 crc = new CRC32();
+        crc.update((schema.schema() + "." + schema.outboxTable()).getBytes(StandardCharsets.UTF_8));
+        this.tableHash = (int) crc.getValue();
+    }
+
+    /** The 64-bit advisory lock key: the table in the high half, kind and value in the low half. */
+    long lockKey(int kind, int value) {
+        return ((long) tableHash << 32) | ((long) kind << 16) | (value & 0xFFFF);
+    }
+
+    /** Lane counts other relay sessions work this table with (their shared "lane count" locks). */
+    String otherLaneCounts() {
+        return "SELECT DISTINCT (objid::bigint & 65535)::int FROM pg_locks WHERE locktype = 'advisory'"
+                + " AND objsubid = 1 AND granted AND classid::bigint = " + Integer.toUnsignedLong(tableHash)
+                + " AND (objid::bigint >> 16) = " + LOCK_KIND_LANE_COUNT + " AND pid <> pg_backend_pid()";
+    }
+}

@@ -1,0 +1,37 @@
+package io.txoutbox.testing.process;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+/** Sends POSIX signals Java has no API for (STOP, CONT) through {@code kill(1)}. */
+final class Signals {
+
+    private Signals() {
+    }
+
+    static void send(long pid, String signal) {
+        Process kill;
+        try {
+            kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).redirectErrorStream(true).start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not run kill -" + signal + " " + pid, e);
+        }
+        try {
+            if (!kill.waitFor(10, TimeUnit.SECONDS)) {
+                kill.destroyForcibly();
+                throw new IllegalStateException("kill -" + signal + " " + pid + " did not finish in 10 s");
+            }
+            if (kill.exitValue() != 0) {
+                String out = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+                throw new IllegalStateException("kill -" + signal + " " + pid + " failed (" + kill.exitValue() + "): " + out);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while sending " + signal + " to " + pid, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
