@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Tests never share state through it: {@link TestDatabase} gives each test class its own schema.
  */
-public final class TestPostgres {
+public final class TestPostgres implements AutoCloseable {
 
     public static final String ENV_JDBC_URL = "TXOUTBOX_TEST_JDBC_URL";
     public static final String ENV_JDBC_USER = "TXOUTBOX_TEST_JDBC_USER";
@@ -31,6 +31,7 @@ public final class TestPostgres {
     private final String user;
     private final String password;
     private final EmbeddedPostgres embedded;
+    private boolean closed;
 
     private TestPostgres(String jdbcUrl, String user, String password, EmbeddedPostgres embedded) {
         this.jdbcUrl = jdbcUrl;
@@ -49,7 +50,7 @@ public final class TestPostgres {
                     s = startFromEnvironmentOrEmbedded();
                     shared = s;
                     TestPostgres started = s;
-                    Runtime.getRuntime().addShutdownHook(new Thread(started::stop, "txoutbox-testing-postgres-stop"));
+                    Runtime.getRuntime().addShutdownHook(new Thread(started::close, "txoutbox-testing-postgres-stop"));
                 }
             }
         }
@@ -149,8 +150,11 @@ public final class TestPostgres {
         return embedded != null;
     }
 
-    void stop() {
-        if (embedded != null) {
+    /** Stops an embedded server (a server from the environment is left alone). Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (embedded != null && !closed) {
+            closed = true;
             try {
                 embedded.close();
             } catch (IOException e) {

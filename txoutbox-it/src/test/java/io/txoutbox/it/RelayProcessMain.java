@@ -1,0 +1,38 @@
+package io.txoutbox.it;
+
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
+import io.txoutbox.RetryPolicy;
+import io.txoutbox.kafka.KafkaTransport;
+import java.time.Duration;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * A polling relay as its own JVM, for tests that SIGKILL or SIGSTOP it. Arguments: jdbcUrl user password schema
+ * bootstrapServers [lanes] [batchSize]. Prints {@code RELAY-OWNS-ALL-LANES} once it works every lane.
+ */
+public final class RelayProcessMain {
+
+    public static void main(String[] args) throws Exception {
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setURL(args[0]);
+        ds.setUser(args[1]);
+        ds.setPassword(args[2]);
+        OutboxSchema schema = OutboxSchema.builder().schema(args[3]).build();
+        int lanes = args.length > 5 ? Integer.parseInt(args[5]) : 2;
+        int batchSize = args.length > 6 ? Integer.parseInt(args[6]) : 200;
+        PollingRelay relay = PollingRelay.builder().dataSource(ds).schema(schema)
+                .transport(KafkaTransport.builder().bootstrapServers(args[4]).build())
+                .lanes(lanes).batchSize(batchSize).pollInterval(Duration.ofMillis(20))
+                .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)))
+                .build().start();
+        Runtime.getRuntime().addShutdownHook(new Thread(relay::close));
+        long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        while (relay.stats().lanesOwned() < lanes && System.nanoTime() < deadline) {
+            Thread.sleep(20); // polling our own status: no condition object to wait on across lanes
+        }
+        System.out.println("RELAY-OWNS-ALL-LANES " + relay.stats().lanesOwned());
+        System.out.flush();
+        Thread.currentThread().join(); // until killed
+    }
+}

@@ -1,0 +1,28 @@
+package io.txoutbox.kafka;
+
+import java.util.Set;
+
+/**
+ * Names of the Kafka headers {@link KafkaTransport} writes on every record. Values are UTF-8 strings. User headers of
+ * an event ({@code traceparent}, correlation ids, …) are passed through unchanged next to these.
+ */
+public final class KafkaHeaders {
+
+    /** The event's UUID, the consumers' dedupe key. */
+    public static final String EVENT_ID = "event_id";
+    public static final String EVENT_TYPE = "event_type";
+    public static final String AGGREGATE_TYPE = "aggregate_type";
+    public static final String AGGREGATE_ID = "aggregate_id";
+    /** Decimal per-aggregate version; only present when the event has one. */
+    public static final String AGGREGATE_VERSION = "aggregate_version";
+    /** {@value #JSON} for JSON payloads, unless the event carries its own {@code content_type} header. */
+    public static final String CONTENT_TYPE = "content_type";
+    public static final String JSON = "application/json";
+
+    /** The names a user header may not take (the writer rejects them; the transport refuses rows that have them). */
+    public static final Set<String> RESERVED =
+            Set.of(EVENT_ID, EVENT_TYPE, AGGREGATE_TYPE, AGGREGATE_ID, AGGREGATE_VERSION);
+
+    private KafkaHeaders() {
+    }
+}

@@ -1,0 +1,298 @@
+package io.txoutbox.kafka;
+
+import io.txoutbox.OutboxException;
+import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.SendResult;
+import io.txoutbox.spi.Transport;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Kafka {@link Transport}: one Kafka transaction per batch, one transactional producer per relay lane.
+ *
+ * <pre>{@code
+ * Transport kafka = KafkaTransport.builder()
+ *         .bootstrapServers("kafka-1:9092,kafka-2:9092")
+ *         .property("security.protocol", "SASL_SSL")      // anything else passes through
+ *         .build();
+ * }</pre>
+ *
+ * <p><b>How order is kept.</b> A lane's batch is sent by the lane's own thread ({@code txoutbox-kafka-<lane>}) with
+ * the lane's producer ({@code transactional.id = prefix + lane}) inside one transaction. Records that cannot be sent
+ * whatever the broker does (over {@code max.request.size}, illegal topic name) are failed {@code PERMANENT} before the
+ * transaction, and the later records of their key in the batch {@code COLLATERAL}. If anything fails inside the
+ * transaction it is aborted: {@code read_committed} consumers see nothing of the batch, the failing record is
+ * reported {@code PERMANENT} or {@code RETRIABLE}, every other record {@code COLLATERAL}. So a batch is visible all or
+ * nothing, and a failed record can never be overtaken by a later record of its key. Consumers must read with
+ * {@code isolation.level=read_committed}.
+ *
+ * <p><b>Fencing.</b> The first batch of a lane creates its producer and calls {@code initTransactions()}, which fences
+ * any older producer of the same lane, in this process or another (a crashed, paused or partitioned relay). The
+ * fenced producer's next batch is reported {@code UNAVAILABLE} with a cause that says "fenced"; nothing of it is
+ * committed. A fenced transport creates a new producer on its next send, fencing the other in turn: the relay's
+ * lane ownership must make sure only one instance keeps sending a lane.
+ *
+ * <p><b>Timeouts.</b> If the broker cannot be reached, a batch completes {@code UNAVAILABLE} after about
+ * {@code max.block.ms}; if a commit or abort times out, or the producer is fenced or hits a fatal error, the producer
+ * is closed and replaced, and the batch is reported {@code UNAVAILABLE} (a timed-out commit may still complete, so
+ * those records may arrive twice — never out of order, because the next producer of the lane settles the old
+ * transaction before it writes).
+ *
+ * <p>Rejected overrides (they would break the guarantees): {@code acks} other than {@code all}, {@code
+ * enable.idempotence=false}, {@code max.in.flight.requests.per.connection > 5}, {@code transactional.id}, key or value
+ * serializers, {@code delivery.timeout.ms < linger.ms + request.timeout.ms}, {@code transaction.timeout.ms <
+ * delivery.timeout.ms}. The effective configuration is logged once at build time with secrets shown as
+ * {@code [hidden]}.
+ */
+public final class KafkaTransport implements Transport {
+
+    public static final String DEFAULT_ACKS = "all";
+    public static final boolean DEFAULT_ENABLE_IDEMPOTENCE = true;
+    public static final int DEFAULT_LINGER_MS = 5;
+    public static final int DEFAULT_BATCH_SIZE = 131_072;
+    public static final String DEFAULT_COMPRESSION_TYPE = "lz4";
+    public static final int DEFAULT_MAX_BLOCK_MS = 5_000;
+    public static final int DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+    public static final int DEFAULT_DELIVERY_TIMEOUT_MS = 8_000;
+    public static final int DEFAULT_TRANSACTION_TIMEOUT_MS = 15_000;
+    public static final String DEFAULT_TRANSACTIONAL_ID_PREFIX = "txoutbox-";
+    /** How long {@link #close()} waits for running batches and producers in total before it forces them. */
+    public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(5);
+
+    private static final Logger log = LoggerFactory.getLogger(KafkaTransport.class);
+
+    private final KafkaTransportConfig config;
+    private final RecordMapper mapper;
+    private final TopicProbe topicProbe;
+    private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
+    private final Map<String, LaneWorker> lanes = new LinkedHashMap<>();
+    private boolean closed;
+
+    private record LaneWorker(Lane lane, ExecutorService thread) {
+    }
+
+    private KafkaTransport(KafkaTransportConfig config,
+            Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
+        this.config = config;
+        this.mapper = new RecordMapper(config.maxRequestSize(), config.bufferMemory());
+        this.topicProbe = new TopicProbe(config.adminProperties(), config.requestTimeoutMs());
+        this.producerFactory = producerFactory;
+        log.info("txoutbox-kafka: transport ready: transactional.id = '{}' + lane, producer config {}",
+                config.transactionalIdPrefix(), config.describe());
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Sends the batch as one Kafka transaction on the lane's thread. The stage completes with one result per record,
+     * in batch order (see the class comment for what each kind means here); it completes exceptionally only when the
+     * transport is closed.
+     */
+    @Override
+    public CompletionStage<List<SendResult>> send(String lane, List<OutboxRecord> batch) {
+        Objects.requireNonNull(batch, "batch");
+        if (lane == null || lane.isBlank()) {
+            throw new IllegalArgumentException("lane must not be blank");
+        }
+        CompletableFuture<List<SendResult>> result = new CompletableFuture<>();
+        if (batch.isEmpty()) {
+            result.complete(List.of());
+            return result;
+        }
+        List<OutboxRecord> records = List.copyOf(batch);
+        synchronized (lanes) {
+            if (closed) {
+                return CompletableFuture.failedFuture(new IllegalStateException("KafkaTransport is closed"));
+            }
+            LaneWorker worker = lanes.computeIfAbsent(lane, this::startLane);
+            try {
+                worker.thread().execute(new BatchTask(worker.lane(), records, result));
+            } catch (RejectedExecutionException e) {
+                result.completeExceptionally(new IllegalStateException("KafkaTransport is closing", e));
+            }
+        }
+        return result;
+    }
+
+    private LaneWorker startLane(String lane) {
+        ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "txoutbox-kafka-" + lane);
+            t.setDaemon(true);
+            return t;
+        });
+        return new LaneWorker(new Lane(lane, config, mapper, topicProbe, producerFactory), thread);
+    }
+
+    /** A queued batch; if close() drops it before it ran, its stage still completes. */
+    private record BatchTask(Lane lane, List<OutboxRecord> batch, CompletableFuture<List<SendResult>> result)
+            implements Runnable {
+        @Override
+        public void run() {
+            try {
+                result.complete(lane.sendBatch(batch));
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        }
+
+        void dropped() {
+            OutboxException cause = new OutboxException("KafkaTransport closed before the batch was sent", null, true);
+            List<SendResult> results = new ArrayList<>(batch.size());
+            batch.forEach(r -> results.add(SendResult.unavailable(cause)));
+            result.complete(results);
+        }
+    }
+
+    /**
+     * Stops the lanes and closes the producers, within {@link Builder#closeTimeout(Duration)} in total (plus a short
+     * grace for interrupted batches). Batches still running are interrupted and reported {@code RETRIABLE}; an open
+     * transaction is aborted by the next producer of its lane or by the broker's transaction timeout. Idempotent.
+     */
+    @Override
+    public void close() {
+        List<LaneWorker> workers;
+        synchronized (lanes) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            workers = new ArrayList<>(lanes.values());
+        }
+        long deadline = System.nanoTime() + config.closeTimeout().toNanos();
+        boolean interrupted = false;
+        try {
+            workers.forEach(w -> w.thread().shutdown());
+            for (LaneWorker w : workers) {
+                try {
+                    if (!w.thread().awaitTermination(remaining(deadline), TimeUnit.NANOSECONDS)) {
+                        log.warn("txoutbox-kafka: lane {} did not finish its batch within the close timeout; "
+                                + "interrupting it", w.lane());
+                        forceStop(w);
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                    forceStop(w);
+                }
+            }
+        } finally {
+            for (LaneWorker w : workers) {
+                w.thread().shutdownNow();
+                w.lane().closeProducer(Duration.ofNanos(remaining(deadline)));
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+            log.info("txoutbox-kafka: transport closed ({} lanes)", workers.size());
+        }
+    }
+
+    private static void forceStop(LaneWorker w) {
+        for (Runnable r : w.thread().shutdownNow()) {
+            if (r instanceof BatchTask task) {
+                task.dropped();
+            }
+        }
+        // a producer closed now unblocks a lane thread waiting in commit or abort
+        w.lane().closeProducer(Duration.ZERO);
+    }
+
+    private static long remaining(long deadline) {
+        return Math.max(0, deadline - System.nanoTime());
+    }
+
+    @Override
+    public String toString() {
+        int laneCount;
+        synchronized (lanes) {
+            laneCount = lanes.size();
+        }
+        return "KafkaTransport[transactionalIdPrefix=" + config.transactionalIdPrefix() + ", lanes=" + laneCount
+                + ", config=" + config.describe() + "]";
+    }
+
+    /**
+     * Builds a {@link KafkaTransport}. Every producer property can be set; the defaults are the {@code DEFAULT_*}
+     * constants, unsafe overrides are rejected with an {@link io.txoutbox.InvalidConfigurationException} naming the
+     * property.
+     */
+    public static final class Builder {
+
+        private final Map<String, Object> properties = new LinkedHashMap<>();
+        private String transactionalIdPrefix = DEFAULT_TRANSACTIONAL_ID_PREFIX;
+        private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+        private Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory = Lane::kafkaProducer;
+
+        private Builder() {
+        }
+
+        /** Kafka's {@code bootstrap.servers}: comma-separated {@code host:port} list. Required. */
+        public Builder bootstrapServers(String bootstrapServers) {
+            return property(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        }
+
+        /** Any producer property (TLS, SASL, tuning); a later call for the same key wins. */
+        public Builder property(String key, Object value) {
+            Objects.requireNonNull(key, "key");
+            properties.put(key, value);
+            return this;
+        }
+
+        public Builder properties(Map<String, ?> properties) {
+            properties.forEach(this::property);
+            return this;
+        }
+
+        public Builder properties(Properties properties) {
+            for (String key : properties.stringPropertyNames()) {
+                property(key, properties.getProperty(key));
+            }
+            return this;
+        }
+
+        /**
+         * Prefix of each lane's {@code transactional.id} (default {@code "txoutbox-"}).
+         * Every relay instance of one outbox must use the same prefix, so a newer instance of a lane fences the older;
+         * different outboxes on one cluster must use different ones.
+         */
+        public Builder transactionalIdPrefix(String transactionalIdPrefix) {
+            this.transactionalIdPrefix = transactionalIdPrefix;
+            return this;
+        }
+
+        /** Total time {@link KafkaTransport#close()} waits before it interrupts lanes (default 5 s). */
+        public Builder closeTimeout(Duration closeTimeout) {
+            this.closeTimeout = closeTimeout;
+            return this;
+        }
+
+        /** For tests: how producers are made. */
+        Builder producerFactory(Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
+            this.producerFactory = Objects.requireNonNull(producerFactory, "producerFactory");
+            return this;
+        }
+
+        /** Validates the configuration and builds the transport; producers are created on each lane's first send. */
+        public KafkaTransport build() {
+            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, closeTimeout),
+                    producerFactory);
+        }
+    }
+}

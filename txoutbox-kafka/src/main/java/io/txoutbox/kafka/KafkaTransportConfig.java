@@ -1,0 +1,217 @@
+package io.txoutbox.kafka;
+
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_ACKS;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_BATCH_SIZE;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_COMPRESSION_TYPE;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_DELIVERY_TIMEOUT_MS;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_LINGER_MS;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_MAX_BLOCK_MS;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_REQUEST_TIMEOUT_MS;
+import static io.txoutbox.kafka.KafkaTransport.DEFAULT_TRANSACTION_TIMEOUT_MS;
+
+import io.txoutbox.InvalidConfigurationException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+/**
+ * The validated, effective producer configuration of a {@link KafkaTransport}: user properties over the defaults,
+ * with every override that would break the outbox's guarantees rejected.
+ */
+final class KafkaTransportConfig {
+
+    /** Kafka's own defaults for the two limits a record is checked against before it is sent. */
+    static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
+    static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432L;
+
+    /** Substrings of property names whose values never appear in logs or toString(). */
+    static final List<String> SECRET_MARKERS =
+            List.of("password", "secret", "jaas", "sasl.jaas.config", "ssl.key", "token", "credentials");
+    static final String HIDDEN = "[hidden]";
+
+    private final Map<String, Object> producerProperties;
+    private final String transactionalIdPrefix;
+    private final Duration closeTimeout;
+    private final int maxRequestSize;
+    private final long bufferMemory;
+
+    private KafkaTransportConfig(Map<String, Object> producerProperties, String transactionalIdPrefix,
+            Duration closeTimeout) {
+        this.producerProperties = Map.copyOf(producerProperties);
+        this.transactionalIdPrefix = transactionalIdPrefix;
+        this.closeTimeout = closeTimeout;
+        this.maxRequestSize = (int) longValue(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, KAFKA_DEFAULT_MAX_REQUEST_SIZE);
+        this.bufferMemory = longValue(ProducerConfig.BUFFER_MEMORY_CONFIG, KAFKA_DEFAULT_BUFFER_MEMORY);
+    }
+
+    static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
+            Duration closeTimeout) {
+        if (transactionalIdPrefix == null) {
+            throw invalid("kafka.transactionalIdPrefix must not be null: use transactionalIdPrefix(\"txoutbox-\")");
+        }
+        if (closeTimeout == null || closeTimeout.isNegative()) {
+            throw invalid("kafka.closeTimeout must be >= 0, was " + closeTimeout);
+        }
+        for (String key : userProperties.keySet()) {
+            if (userProperties.get(key) == null) {
+                throw invalid("Kafka property '" + key + "' has a null value: leave it out to use the default");
+            }
+        }
+        rejectPresent(userProperties, ProducerConfig.TRANSACTIONAL_ID_CONFIG,
+                "KafkaTransport sets it per lane to transactionalIdPrefix + lane; use transactionalIdPrefix(...) "
+                        + "to change the prefix");
+        rejectPresent(userProperties, ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG,
+                "KafkaTransport sends the outbox key as UTF-8 bytes; remove the override");
+        rejectPresent(userProperties, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG,
+                "KafkaTransport sends the stored payload bytes unchanged; remove the override");
+
+        Map<String, Object> props = new TreeMap<>(userProperties);
+        Object bootstrap = props.get(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG);
+        if (bootstrap == null || String.valueOf(bootstrap).isBlank()) {
+            throw invalid("Kafka property 'bootstrap.servers' is missing: set it with bootstrapServers(\"host:9092\")");
+        }
+        props.putIfAbsent(ProducerConfig.ACKS_CONFIG, DEFAULT_ACKS);
+        props.putIfAbsent(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        props.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, String.valueOf(DEFAULT_LINGER_MS));
+        props.putIfAbsent(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(DEFAULT_BATCH_SIZE));
+        props.putIfAbsent(ProducerConfig.COMPRESSION_TYPE_CONFIG, DEFAULT_COMPRESSION_TYPE);
+        props.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(DEFAULT_MAX_BLOCK_MS));
+        props.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_REQUEST_TIMEOUT_MS));
+        props.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_DELIVERY_TIMEOUT_MS));
+        props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, String.valueOf(DEFAULT_TRANSACTION_TIMEOUT_MS));
+
+        String acks = text(props, ProducerConfig.ACKS_CONFIG);
+        if (!acks.equals("all") && !acks.equals("-1")) {
+            throw invalid("Kafka property 'acks' must be 'all' (or -1), was '" + acks + "': with fewer acknowledgements"
+                    + " an acknowledged event can be lost when a broker fails; remove the override");
+        }
+        String idempotence = text(props, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG);
+        if (!idempotence.equals("true")) {
+            throw invalid("Kafka property 'enable.idempotence' must be true, was '" + idempotence
+                    + "': transactions and per-key order need the idempotent producer; remove the override");
+        }
+        Object inFlight = props.get(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION);
+        if (inFlight != null) {
+            long value = number(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, inFlight);
+            if (value > 5 || value < 1) {
+                throw invalid("Kafka property 'max.in.flight.requests.per.connection' must be between 1 and 5, was "
+                        + value + ": above 5 the idempotent producer cannot keep per-partition order; use 5 or less");
+            }
+        }
+        long linger = number(props, ProducerConfig.LINGER_MS_CONFIG);
+        long requestTimeout = number(props, ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG);
+        long deliveryTimeout = number(props, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
+        long transactionTimeout = number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
+        number(props, ProducerConfig.MAX_BLOCK_MS_CONFIG);
+        if (deliveryTimeout < linger + requestTimeout) {
+            throw invalid("Kafka property 'delivery.timeout.ms' must be >= linger.ms + request.timeout.ms (" + linger
+                    + " + " + requestTimeout + "), was " + deliveryTimeout
+                    + ": raise delivery.timeout.ms or lower the other two");
+        }
+        if (transactionTimeout < deliveryTimeout) {
+            throw invalid("Kafka property 'transaction.timeout.ms' must be >= delivery.timeout.ms (" + deliveryTimeout
+                    + "), was " + transactionTimeout + ": otherwise the broker may abort a batch's transaction while "
+                    + "its records are still being retried; raise transaction.timeout.ms");
+        }
+        return new KafkaTransportConfig(props, transactionalIdPrefix, closeTimeout);
+    }
+
+    /** Producer properties for one lane; the serializers are passed to the producer's constructor. */
+    Map<String, Object> producerProperties(String lane) {
+        Map<String, Object> props = new TreeMap<>(producerProperties);
+        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(lane));
+        Object clientId = props.get(ProducerConfig.CLIENT_ID_CONFIG);
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, (clientId == null ? "txoutbox-kafka" : clientId) + "-" + lane);
+        return props;
+    }
+
+    /** The subset an {@code Admin} client understands (bootstrap, security), for the topic-existence check. */
+    Map<String, Object> adminProperties() {
+        Map<String, Object> props = new TreeMap<>();
+        producerProperties.forEach((k, v) -> {
+            if (AdminClientConfig.configNames().contains(k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
+                props.put(k, v);
+            }
+        });
+        props.put(AdminClientConfig.CLIENT_ID_CONFIG, "txoutbox-kafka-admin");
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(requestTimeoutMs()));
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(requestTimeoutMs()));
+        return props;
+    }
+
+    String transactionalId(String lane) {
+        return transactionalIdPrefix + lane;
+    }
+
+    String transactionalIdPrefix() {
+        return transactionalIdPrefix;
+    }
+
+    Duration closeTimeout() {
+        return closeTimeout;
+    }
+
+    int maxRequestSize() {
+        return maxRequestSize;
+    }
+
+    long bufferMemory() {
+        return bufferMemory;
+    }
+
+    long requestTimeoutMs() {
+        return longValue(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, DEFAULT_REQUEST_TIMEOUT_MS);
+    }
+
+    /** The effective producer configuration for logs and toString(): sorted, secrets replaced by {@value #HIDDEN}. */
+    String describe() {
+        return producerProperties.entrySet().stream()
+                .sorted(Map.Entry.comparingByKey())
+                .map(e -> e.getKey() + "=" + (isSecret(e.getKey()) ? HIDDEN : String.valueOf(e.getValue())))
+                .collect(Collectors.joining(", ", "{", "}"));
+    }
+
+    static boolean isSecret(String key) {
+        String lower = key.toLowerCase(Locale.ROOT);
+        return SECRET_MARKERS.stream().anyMatch(lower::contains);
+    }
+
+    private long longValue(String key, long fallback) {
+        Object value = producerProperties.get(key);
+        return value == null ? fallback : number(key, value);
+    }
+
+    private static void rejectPresent(Map<String, Object> props, String key, String why) {
+        if (props.containsKey(key)) {
+            throw invalid("Kafka property '" + key + "' must not be set: " + why);
+        }
+    }
+
+    private static String text(Map<String, Object> props, String key) {
+        return String.valueOf(props.get(key)).trim().toLowerCase(Locale.ROOT);
+    }
+
+    private static long number(Map<String, Object> props, String key) {
+        return number(key, props.get(key));
+    }
+
+    private static long number(String key, Object value) {
+        if (value instanceof Number n) {
+            return n.longValue();
+        }
+        try {
+            return Long.parseLong(String.valueOf(value).trim());
+        } catch (NumberFormatException e) {
+            throw invalid("Kafka property '" + key + "' must be a whole number, was '" + value + "'");
+        }
+    }
+
+    private static InvalidConfigurationException invalid(String message) {
+        return new InvalidConfigurationException(message);
+    }
+}

@@ -1,0 +1,117 @@
+package io.txoutbox.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.txoutbox.InvalidConfigurationException;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class KafkaTransportConfigTest {
+
+    private static final String SECRET = "s3cr3t-value-that-must-not-leak";
+
+    private static KafkaTransport.Builder builder() {
+        return KafkaTransport.builder().bootstrapServers("127.0.0.1:1");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "acks|1|acks",
+            "acks|0|acks",
+            "enable.idempotence|false|enable.idempotence",
+            "max.in.flight.requests.per.connection|6|max.in.flight.requests.per.connection",
+            "max.in.flight.requests.per.connection|many|max.in.flight.requests.per.connection",
+            "transactional.id|my-id|transactional.id",
+            "key.serializer|org.apache.kafka.common.serialization.StringSerializer|key.serializer",
+            "value.serializer|org.apache.kafka.common.serialization.StringSerializer|value.serializer",
+            "delivery.timeout.ms|1000|delivery.timeout.ms",
+            "transaction.timeout.ms|7000|transaction.timeout.ms",
+            "linger.ms|soon|linger.ms"})
+    void unsafeOverrideIsRejectedNamingTheProperty(String key, String value, String named) {
+        assertThatThrownBy(() -> builder().property(key, value).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("'" + named + "'");
+    }
+
+    @Test
+    void missingBootstrapServersIsRejected() {
+        assertThatThrownBy(() -> KafkaTransport.builder().build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("bootstrap.servers");
+    }
+
+    @Test
+    void safeSpellingsOfTheRequiredValuesAreAccepted() {
+        try (KafkaTransport t = builder().property("acks", "-1").property("enable.idempotence", true)
+                .property("max.in.flight.requests.per.connection", 5).build()) {
+            assertThat(t.toString()).contains("acks=-1", "max.in.flight.requests.per.connection=5");
+        }
+    }
+
+    @Test
+    void defaultsAreAppliedAndUserValuesPassThrough() {
+        Properties props = new Properties();
+        props.setProperty("security.protocol", "SASL_SSL");
+        props.setProperty("linger.ms", "20");
+        try (KafkaTransport t = builder().properties(props).build()) {
+            assertThat(t.toString()).contains("acks=all", "enable.idempotence=true", "linger.ms=20",
+                    "batch.size=131072", "compression.type=lz4", "max.block.ms=5000", "request.timeout.ms=5000",
+                    "delivery.timeout.ms=8000", "transaction.timeout.ms=15000", "security.protocol=SASL_SSL");
+        }
+    }
+
+    @Test
+    void lanePropertiesCarryTheTransactionalIdPerLane() {
+        KafkaTransportConfig config = KafkaTransportConfig.of(
+                Map.of("bootstrap.servers", "b:9092", "client.id", "orders"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+        assertThat(config.producerProperties("7"))
+                .containsEntry("transactional.id", "app-7")
+                .containsEntry("client.id", "orders-7");
+        assertThat(config.adminProperties()).containsKey("bootstrap.servers").doesNotContainKey("acks");
+    }
+
+    @Test
+    void secretsAreMaskedInToStringAndInTheLoggedConfig() {
+        Map<String, Object> secrets = Map.of(
+                "sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                        + "username=\"u\" password=\"" + SECRET + "\";",
+                "ssl.key.password", SECRET,
+                "ssl.keystore.password", SECRET,
+                "ssl.truststore.password", SECRET,
+                "sasl.oauthbearer.client.credentials.client.secret", SECRET,
+                "my.token", SECRET);
+        PrintStream originalErr = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        String text;
+        try {
+            // slf4j-simple writes to the current System.err
+            System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            try (KafkaTransport t = builder().properties(secrets).build()) {
+                text = t.toString();
+            }
+        } finally {
+            System.setErr(originalErr);
+        }
+        String logged = captured.toString(StandardCharsets.UTF_8);
+        assertThat(logged).contains("transport ready").contains("ssl.key.password=[hidden]");
+        assertThat(text).contains("sasl.jaas.config=[hidden]", "my.token=[hidden]");
+        assertThat(logged).doesNotContain(SECRET);
+        assertThat(text).doesNotContain(SECRET);
+    }
+
+    @Test
+    void secretMarkersMatchTheUsualKafkaSecretProperties() {
+        assertThat(KafkaTransportConfig.isSecret("sasl.jaas.config")).isTrue();
+        assertThat(KafkaTransportConfig.isSecret("ssl.keystore.key")).isTrue();
+        assertThat(KafkaTransportConfig.isSecret("SSL.TRUSTSTORE.PASSWORD")).isTrue();
+        assertThat(KafkaTransportConfig.isSecret("bootstrap.servers")).isFalse();
+        assertThat(KafkaTransportConfig.isSecret("linger.ms")).isFalse();
+    }
+}
