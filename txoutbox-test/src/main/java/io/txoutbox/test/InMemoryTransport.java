@@ -35,6 +35,7 @@ public final class InMemoryTransport implements Transport {
     private final List<Rule> rules = new CopyOnWriteArrayList<>();
     private final List<Integer> batchSizes = new CopyOnWriteArrayList<>();
     private volatile boolean down;
+    private volatile boolean allOrNothing;
     private volatile boolean closed;
     private final Object monitor = new Object();
 
@@ -79,6 +80,15 @@ public final class InMemoryTransport implements Transport {
         return failWhen(r -> r.eventId().equals(eventId), SendResult.Kind.RETRIABLE, 1);
     }
 
+    /**
+     * Makes every batch all or nothing, like the Kafka transport's one transaction per batch: when a record fails,
+     * nothing of the batch is delivered and every other record is reported {@code COLLATERAL}.
+     */
+    public InMemoryTransport allOrNothing(boolean allOrNothing) {
+        this.allOrNothing = allOrNothing;
+        return this;
+    }
+
     /** From now on every send fails as {@code UNAVAILABLE}, like a broker that is down. */
     public void goDown() {
         down = true;
@@ -114,8 +124,19 @@ public final class InMemoryTransport implements Transport {
                 results.add(new SendResult.Failed(rule.kind, new IllegalStateException(rule.message)));
                 continue;
             }
-            delivered.add(r);
-            results.add(new SendResult.Delivered(0, delivered.size() - 1L));
+            results.add(null); // delivered, unless the batch is all or nothing and something failed
+        }
+        boolean anyFailed = results.stream().anyMatch(x -> x != null);
+        for (int i = 0; i < batch.size(); i++) {
+            if (results.get(i) != null) {
+                continue;
+            }
+            if (allOrNothing && anyFailed) {
+                results.set(i, SendResult.collateral(new IllegalStateException("batch rolled back")));
+            } else {
+                delivered.add(batch.get(i));
+                results.set(i, new SendResult.Delivered(0, delivered.size() - 1L));
+            }
         }
         synchronized (monitor) {
             monitor.notifyAll();

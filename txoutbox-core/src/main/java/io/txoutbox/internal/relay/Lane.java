@@ -242,7 +242,7 @@ final class Lane implements Runnable {
         Connection c = connection;
         List<OutboxRecord> batch;
         try {
-            Set<String> waiting = waitingKeys(c);
+            Map<String, Long> waiting = waitingKeys(c);
             batch = claim(c, waiting);
             c.commit();
         } catch (SQLException e) {
@@ -273,25 +273,34 @@ final class Lane implements Runnable {
         return outcome;
     }
 
-    private Set<String> waitingKeys(Connection c) throws SQLException {
-        Set<String> keys = new HashSet<>();
+    /** Keys that wait (parked, or backing off), each with the id of its waiting event. */
+    private Map<String, Long> waitingKeys(Connection c) throws SQLException {
+        Map<String, Long> keys = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
             ps.setArray(1, c.createArrayOf("integer", shards));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    keys.add(rs.getString(1));
+                    keys.put(rs.getString(1), rs.getLong(2));
                 }
             }
         }
         return keys;
     }
 
-    private List<OutboxRecord> claim(Connection c, Set<String> waiting) throws SQLException {
+    private List<OutboxRecord> claim(Connection c, Map<String, Long> waiting) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
+        String[] keys = new String[waiting.size()];
+        Long[] fromIds = new Long[waiting.size()];
+        int w = 0;
+        for (Map.Entry<String, Long> e : waiting.entrySet()) {
+            keys[w] = e.getKey();
+            fromIds[w++] = e.getValue();
+        }
         try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
             ps.setArray(1, c.createArrayOf("integer", shards));
-            ps.setArray(2, c.createArrayOf("text", waiting.toArray(new String[0])));
-            ps.setInt(3, config.batchSize());
+            ps.setArray(2, c.createArrayOf("text", keys));
+            ps.setArray(3, c.createArrayOf("bigint", fromIds));
+            ps.setInt(4, config.batchSize());
             ps.setFetchSize(config.batchSize());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -374,6 +383,10 @@ final class Lane implements Runnable {
                 continue;
             }
             SendResult.Failed failed = (SendResult.Failed) result;
+            if (failed.kind() == SendResult.Kind.COLLATERAL) {
+                counters.collateral.increment(); // rolled back with others: simply sent again, in order
+                continue;
+            }
             if (r.key() != null) {
                 if (failedKeyAt.containsKey(r.key())) {
                     continue; // a later event of a key that already failed in this batch: it just waits
@@ -511,10 +524,10 @@ final class Lane implements Runnable {
         for (Failure f : dead) {
             OutboxRecord r = f.record;
             Map<String, String> headers = new HashMap<>(r.headers());
-            headers.put("txoutbox.dlt.original_topic", r.topic());
-            headers.put("txoutbox.dlt.exception", f.failed.cause().getClass().getName());
-            headers.put("txoutbox.dlt.reason", truncate(describe(f.failed), 1000));
-            headers.put("txoutbox.dlt.attempts", Integer.toString(r.attempts() + 1));
+            headers.put("dlt-original-topic", r.topic());
+            headers.put("dlt-exception", f.failed.cause().getClass().getName());
+            headers.put("dlt-reason", truncate(describe(f.failed), 1000));
+            headers.put("dlt-attempts", Integer.toString(r.attempts() + 1));
             records.add(new OutboxRecord(r.id(), r.eventId(), config.deadLetterTopic(), r.key(), r.aggregateType(),
                     r.aggregateId(), r.aggregateVersion(), r.eventType(), r.value(), r.json(), headers,
                     r.createdAt(), r.attempts()));

@@ -20,15 +20,17 @@ final class RelaySql {
     RelaySql(OutboxSchema schema) {
         String t = schema.qualifiedOutboxTable();
         // The predicate repeats the "waiting" partial index's, so the planner can use it.
-        this.waitingKeys = "SELECT DISTINCT partition_key FROM " + t
+        // A key waits from its failed event on; its events before that one still go out.
+        this.waitingKeys = "SELECT partition_key, min(id) FROM " + t
                 + " WHERE shard = ANY(?) AND partition_key IS NOT NULL"
                 + " AND (state = 'PARKED' OR (state = 'PENDING' AND next_attempt_at IS NOT NULL))"
-                + " AND (state = 'PARKED' OR next_attempt_at > now())";
+                + " AND (state = 'PARKED' OR next_attempt_at > now()) GROUP BY partition_key";
         this.claim = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
                 + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts FROM " + t
                 + " WHERE state = 'PENDING' AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
-                + " AND (partition_key IS NULL OR NOT (partition_key = ANY(?)))"
+                + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"
+                + " WHERE w.k = partition_key AND id >= w.from_id)"
                 + " ORDER BY id LIMIT ?";
         this.markPublished = "UPDATE " + t + " SET state = 'PUBLISHED', published_at = now()"
                 + " WHERE state = 'PENDING' AND id = ANY(?)";
