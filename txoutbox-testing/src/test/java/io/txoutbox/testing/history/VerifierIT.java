@@ -20,11 +20,11 @@ import org.junit.jupiter.api.Test;
 
 class VerifierIT {
 
-    private static TestKafkaBroker broker;
+    private static io.txoutbox.testing.kafka.KafkaBroker broker;
 
     @BeforeAll
     static void startBroker() throws Exception {
-        broker = new TestKafkaBroker();
+        broker = io.txoutbox.testing.kafka.KafkaBroker.start();
     }
 
     @AfterAll
