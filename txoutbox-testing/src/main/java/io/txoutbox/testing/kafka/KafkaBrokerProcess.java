@@ -292,6 +292,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         private final List<String> jvmArgs = new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC",
                 // C1 only: on a 2-core machine it cuts start-up by about a third; throughput hardly matters here
                 "-XX:TieredStopAtLevel=1",
+                // the readiness line, whatever log levels the test classpath's simplelogger.properties sets
+                "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"));
         private Duration startTimeout = Duration.ofSeconds(60);
