@@ -48,9 +48,12 @@ public interface PollingRelay extends AutoCloseable {
         return new Builder();
     }
 
-    /** Counters of one relay since it started. */
+    /** This instance's id in status views and logs: {@code <name>@<host>:<pid>#<n>}. */
+    String instanceId();
+
+    /** Counters of one relay since it started; {@code fencedMarks} counts marks refused after a lost lease. */
     record RelayStats(long published, long failedAttempts, long parked, long deadLettered, long batches,
-            long loopErrors, int lanesOwned) {
+            long loopErrors, int lanesOwned, long fencedMarks) {
     }
 
     /** Validating builder; {@link #build()} fails fast and names the property at fault. */
@@ -67,6 +70,8 @@ public interface PollingRelay extends AutoCloseable {
         private Duration lockTimeout = RelayConfig.DEFAULT_LOCK_TIMEOUT;
         private Duration transactionTimeout = RelayConfig.DEFAULT_TRANSACTION_TIMEOUT;
         private Duration outageBackoffMax = RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX;
+        private Duration leaseTimeout = RelayConfig.DEFAULT_LEASE_TIMEOUT;
+        private int maxLanesPerInstance = Integer.MAX_VALUE;
         private RetryPolicy retry = RetryPolicy.defaults();
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
@@ -92,7 +97,11 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
-        /** Names the relay in logs, thread names and the transport's lane ids ({@code <name>-<lane>}). */
+        /**
+         * Names the relay group in logs, thread names and the transport's lane ids ({@code <name>-<lane>}): give
+         * every instance of one relay the same name, so that a lane has the same Kafka {@code transactional.id}
+         * wherever it runs and a new owner fences the old one.
+         */
         public Builder name(String name) {
             this.name = name;
             return this;
@@ -144,6 +153,22 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /**
+         * How long a lane stays owned by an instance that stopped answering (paused, cut off, frozen) before
+         * PostgreSQL ends its session and another instance takes the lane over; default 10 s. A crashed process is
+         * noticed at once.
+         */
+        public Builder leaseTimeout(Duration leaseTimeout) {
+            this.leaseTimeout = leaseTimeout;
+            return this;
+        }
+
+        /** The most lanes this instance works at once (default: its fair share, all when alone). */
+        public Builder maxLanesPerInstance(int maxLanesPerInstance) {
+            this.maxLanesPerInstance = maxLanesPerInstance;
+            return this;
+        }
+
         public Builder retry(RetryPolicy retry) {
             this.retry = retry;
             return this;
@@ -179,8 +204,8 @@ public interface PollingRelay extends AutoCloseable {
                         + "KafkaTransport.builder().bootstrapServers(...).build()");
             }
             RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, pollInterval, sendTimeout,
-                    statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, retry, failurePolicy,
-                    deadLetterTopic, listenNotify);
+                    statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
+                    maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify);
             return new DefaultPollingRelay(config, Objects.requireNonNull(dataSource), transport);
         }
     }

@@ -17,6 +17,8 @@ public record RelayConfig(
         Duration lockTimeout,
         Duration transactionTimeout,
         Duration outageBackoffMax,
+        Duration leaseTimeout,
+        int maxLanesPerInstance,
         RetryPolicy retry,
         FailurePolicy failurePolicy,
         String deadLetterTopic,
@@ -32,6 +34,7 @@ public record RelayConfig(
     public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(2);
     public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(10);
     public static final Duration DEFAULT_OUTAGE_BACKOFF_MAX = Duration.ofSeconds(5);
+    public static final Duration DEFAULT_LEASE_TIMEOUT = Duration.ofSeconds(10);
     public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.PARK_KEY;
 
     public RelayConfig {
@@ -56,6 +59,14 @@ public record RelayConfig(
         positive("relay.lockTimeout", lockTimeout);
         positive("relay.transactionTimeout", transactionTimeout);
         positive("relay.outageBackoffMax", outageBackoffMax);
+        positive("relay.leaseTimeout", leaseTimeout);
+        if (leaseTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw new InvalidConfigurationException("relay.leaseTimeout must be >= 1 s, was " + leaseTimeout);
+        }
+        if (maxLanesPerInstance < 1) {
+            throw new InvalidConfigurationException(
+                    "relay.maxLanesPerInstance must be >= 1, was " + maxLanesPerInstance);
+        }
         if (transactionTimeout.compareTo(statementTimeout) < 0) {
             throw new InvalidConfigurationException("relay.transactionTimeout (" + transactionTimeout
                     + ") must be >= relay.statementTimeout (" + statementTimeout + ")");

@@ -134,7 +134,7 @@ class KnownBadRelaysIT {
     void three_txoutbox_relays_on_the_same_load_keep_per_key_order() throws Exception {
         List<PollingRelay> relays = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            relays.add(PollingRelay.builder().dataSource(db.dataSource()).schema(schema).name("r" + i)
+            relays.add(PollingRelay.builder().dataSource(db.dataSource()).schema(schema)
                     .transport(KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build())
                     .batchSize(100).pollInterval(Duration.ofMillis(20)).build().start());
         }

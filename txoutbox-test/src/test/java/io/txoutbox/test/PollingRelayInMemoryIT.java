@@ -315,24 +315,38 @@ class PollingRelayInMemoryIT {
     }
 
     @Test
-    void a_second_relay_waits_as_hot_standby_and_takes_over_when_the_first_closes() throws Exception {
-        PollingRelay first = start(relay());
-        await().atMost(WAIT).until(() -> first.stats().lanesOwned() == 2);
-        // the relay owns (and closes) its transport: the standby gets its own
+    void a_second_relay_takes_its_fair_share_and_everything_when_the_first_closes() throws Exception {
+        PollingRelay first = start(relay().lanes(4).leaseTimeout(Duration.ofSeconds(3)));
+        await().atMost(WAIT).until(() -> first.stats().lanesOwned() == 4);
+        // the relay owns (and closes) its transport: the second instance gets its own
         InMemoryTransport secondTransport = new InMemoryTransport();
-        PollingRelay second = start(relay().name("second").transport(secondTransport));
+        PollingRelay second = start(relay().lanes(4).leaseTimeout(Duration.ofSeconds(3)).transport(secondTransport));
+        await().atMost(WAIT).until(() -> first.stats().lanesOwned() == 2 && second.stats().lanesOwned() == 2);
         outbox = Outbox.builder().schema(schema).afterPublish(() -> {
             first.nudge();
             second.nudge();
         }).build();
-        UUID one = write(outbox, event("k1", "E1")).get(0);
-        transport.awaitDelivered(one, WAIT);
-        assertThat(second.stats().lanesOwned()).isZero();
+        List<UUID> before = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            before.addAll(write(outbox, event("k" + i, "E1")));
+        }
+        await().atMost(WAIT).until(() -> first.stats().published() + second.stats().published() == 40);
+        assertThat(first.stats().published()).as("both instances worked").isPositive();
+        assertThat(second.stats().published()).isPositive();
         first.close();
-        await().atMost(WAIT).until(() -> second.stats().lanesOwned() == 2);
-        UUID two = write(outbox, event("k1", "E2")).get(0);
-        secondTransport.awaitDelivered(two, WAIT);
-        await().atMost(WAIT).until(() -> second.stats().published() == 1); // counted after the mark commits
+        await().atMost(WAIT).until(() -> second.stats().lanesOwned() == 4);
+        UUID after = write(outbox, event("k1", "E2")).get(0);
+        secondTransport.awaitDelivered(after, WAIT);
+        DeliveredEvents.of(transport.delivered()).assertNoDuplicates();
+    }
+
+    @Test
+    void max_lanes_per_instance_leaves_the_rest_to_others() throws Exception {
+        PollingRelay capped = start(relay().lanes(4).maxLanesPerInstance(1));
+        await().atMost(WAIT).until(() -> capped.stats().lanesOwned() == 1);
+        PollingRelay other = start(relay().lanes(4).transport(new InMemoryTransport()));
+        await().atMost(WAIT).until(() -> other.stats().lanesOwned() == 3);
+        assertThat(capped.stats().lanesOwned()).isEqualTo(1);
     }
 
     @Test

@@ -12,8 +12,14 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The polling relay: its lanes, their threads, the optional NOTIFY listener, and an orderly close. */
-public final class DefaultPollingRelay implements PollingRelay {
+/**
+ * The polling relay: its lanes, their threads, the membership that sizes its fair share of lanes, the optional
+ * NOTIFY listener, and an orderly close (lanes finish their batch and release their locks at once).
+ */
+public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
+
+    private static final java.util.concurrent.atomic.AtomicInteger INSTANCES =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     private static final Logger log = LoggerFactory.getLogger(DefaultPollingRelay.class);
 
@@ -25,16 +31,68 @@ public final class DefaultPollingRelay implements PollingRelay {
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final String instanceId;
+    private final Membership membership;
     private NotifyListener listener;
 
     public DefaultPollingRelay(RelayConfig config, DataSource dataSource, Transport transport) {
         this.config = config;
         this.dataSource = dataSource;
         this.transport = transport;
+        this.instanceId = config.name() + "@" + hostName() + ":" + ProcessHandle.current().pid() + "#"
+                + INSTANCES.incrementAndGet();
         RelaySql sql = new RelaySql(config.schema());
+        this.membership = new Membership(config, dataSource, sql, instanceId);
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new Lane(config, i, dataSource, transport, sql, counters));
+            lanes.add(new Lane(config, i, dataSource, transport, sql, counters, this));
         }
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName().replaceAll("[^A-Za-z0-9._-]", "_");
+        } catch (java.io.IOException e) {
+            return "unknown-host";
+        }
+    }
+
+    @Override
+    public String instanceId() {
+        return instanceId;
+    }
+
+    @Override
+    public boolean tryReserve() {
+        while (true) {
+            int owned = counters.lanesOwned.get();
+            if (owned >= membership.fairShare()) {
+                return false;
+            }
+            if (counters.lanesOwned.compareAndSet(owned, owned + 1)) {
+                return true;
+            }
+        }
+    }
+
+    @Override
+    public void unreserve() {
+        counters.lanesOwned.decrementAndGet();
+    }
+
+    @Override
+    public boolean mustRelease(int laneIndex) {
+        int surplus = counters.lanesOwned.get() - membership.fairShare();
+        if (surplus <= 0) {
+            return false;
+        }
+        // hand over the highest-numbered lanes this instance owns
+        int higherOwned = 0;
+        for (Lane lane : lanes) {
+            if (lane.index() > laneIndex && lane.isOwner()) {
+                higherOwned++;
+            }
+        }
+        return higherOwned < surplus;
     }
 
     @Override
@@ -45,7 +103,8 @@ public final class DefaultPollingRelay implements PollingRelay {
         if (!started.compareAndSet(false, true)) {
             return this;
         }
-        log.info("txoutbox-relay {}: starting with {}", config.name(), config);
+        log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        membership.start();
         for (Lane lane : lanes) {
             Thread t = new Thread(lane, "txoutbox-relay-" + lane.id());
             t.setDaemon(true);
@@ -69,7 +128,8 @@ public final class DefaultPollingRelay implements PollingRelay {
     @Override
     public RelayStats stats() {
         return new RelayStats(counters.published.sum(), counters.failedAttempts.sum(), counters.parked.sum(),
-                counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), counters.lanesOwned.get());
+                counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), counters.lanesOwned.get(),
+                counters.fencedMarks.sum());
     }
 
     @Override
@@ -106,6 +166,7 @@ public final class DefaultPollingRelay implements PollingRelay {
                 }
             }
         } finally {
+            membership.close();
             try {
                 transport.close();
             } catch (RuntimeException e) {

@@ -2,7 +2,6 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
-import io.txoutbox.internal.SqlErrors;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
@@ -50,20 +49,41 @@ final class Lane implements Runnable {
     private final Transport transport;
     private final RelaySql sql;
     private final RelayCounters counters;
+    private final Governor governor;
     private final Semaphore wake = new Semaphore(0);
+    private final long heartbeatNanos;
+    private long lastTalkNanos;
 
     private volatile boolean stopping;
     private volatile long nudgedAt = System.nanoTime() - NUDGE_WINDOW_NANOS * 2;
     private Connection connection;
-    private boolean owner;
+    private volatile boolean owner;
     private CompletableFuture<List<SendResult>> unfinished;
     private long outageBackoffMs;
     private long errorBackoffMs;
     private String standbyReason;
+    private volatile long ownedSinceMillis;
+    private volatile long lastBatchMillis;
+    private volatile int lastBatchSize;
+
+    /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
+    interface Governor {
+        /** Reserves one of this instance's fair share of lanes; false when it owns its share already. */
+        boolean tryReserve();
+
+        void unreserve();
+
+        /** True when this instance owns more than its share and this lane is one to hand over. */
+        boolean mustRelease(int laneIndex);
+
+        String instanceId();
+    }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
-            RelayCounters counters) {
+            RelayCounters counters, Governor governor) {
         this.config = config;
+        this.governor = governor;
+        this.heartbeatNanos = config.leaseTimeout().toNanos() / 3;
         this.index = index;
         this.laneId = config.name() + "-" + index;
         this.dataSource = dataSource;
@@ -83,8 +103,49 @@ final class Lane implements Runnable {
         return laneId;
     }
 
+    int index() {
+        return index;
+    }
+
     boolean isOwner() {
         return owner;
+    }
+
+    long ownedSinceMillis() {
+        return owner ? ownedSinceMillis : 0L;
+    }
+
+    long lastBatchMillis() {
+        return lastBatchMillis;
+    }
+
+    int lastBatchSize() {
+        return lastBatchSize;
+    }
+
+    private void talked() {
+        lastTalkNanos = System.nanoTime();
+    }
+
+    /**
+     * Keeps the lease while the lane waits (for the broker, or for work): a statement at least every third of the
+     * lease. Returns false — and lets the lane go — when the session is gone: the lease was lost.
+     */
+    private boolean heartbeat() {
+        if (!owner || connection == null || System.nanoTime() - lastTalkNanos < heartbeatNanos) {
+            return true;
+        }
+        try (Statement st = connection.createStatement()) {
+            st.execute("SELECT 1");
+            connection.commit();
+            talked();
+            return true;
+        } catch (SQLException e) {
+            log.warn("txoutbox-relay {}: lost the lane's session while waiting ({}); another instance may own it "
+                    + "now", laneId, e.getMessage());
+            dropConnection();
+            return false;
+        }
     }
 
     void nudge() {
@@ -106,6 +167,13 @@ final class Lane implements Runnable {
             while (!stopping) {
                 try {
                     if (!ensureOwnership()) {
+                        pause(STANDBY_RETRY.toMillis());
+                        continue;
+                    }
+                    if (governor.mustRelease(index)) {
+                        log.info("txoutbox-relay {}: handing the lane over: this instance owns more than its "
+                                + "fair share", laneId);
+                        releaseConnection();
                         pause(STANDBY_RETRY.toMillis());
                         continue;
                     }
@@ -143,56 +211,63 @@ final class Lane implements Runnable {
         if (owner && connection != null) {
             return true;
         }
-        if (connection == null) {
-            connection = dataSource.getConnection();
-            connection.setAutoCommit(true);
-            try (Statement st = connection.createStatement()) {
-                // Session settings of the relay's own connection; reset before it is handed back.
-                st.execute("SET statement_timeout = " + config.statementTimeout().toMillis());
-                st.execute("SET lock_timeout = " + config.lockTimeout().toMillis());
-                st.execute("SET idle_in_transaction_session_timeout = " + config.transactionTimeout().toMillis());
-                st.execute("SET plan_cache_mode = force_custom_plan");
-                st.execute("SET application_name = 'txoutbox-relay " + laneId.replace("'", "") + "'");
-            }
-        }
-        boolean locked;
-        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-            ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE, index));
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                locked = rs.getBoolean(1);
-            }
-        }
-        if (!locked) {
-            standby("another relay instance owns this lane");
-            releaseConnection(); // a standby holds no connection between tries
+        if (!governor.tryReserve()) {
+            standby("this instance owns its fair share of lanes");
             return false;
         }
-        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
-            ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()));
-            ps.execute();
-        }
-        List<Integer> others = new ArrayList<>();
-        try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery(sql.otherLaneCounts())) {
-            while (rs.next()) {
-                if (rs.getInt(1) != config.lanes()) {
-                    others.add(rs.getInt(1));
+        boolean reserved = true;
+        try {
+            if (connection == null) {
+                connection = dataSource.getConnection();
+                connection.setAutoCommit(true);
+                LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
+            }
+            boolean locked;
+            try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+                ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE, index));
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    locked = rs.getBoolean(1);
                 }
             }
+            if (!locked) {
+                standby("another relay instance owns this lane");
+                releaseConnection(); // a standby holds no connection between tries
+                return false;
+            }
+            try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
+                ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()));
+                ps.execute();
+            }
+            List<Integer> others = new ArrayList<>();
+            try (Statement st = connection.createStatement();
+                    ResultSet rs = st.executeQuery(sql.otherLaneCounts())) {
+                while (rs.next()) {
+                    if (rs.getInt(1) != config.lanes()) {
+                        others.add(rs.getInt(1));
+                    }
+                }
+            }
+            if (!others.isEmpty()) {
+                log.error("txoutbox-relay {}: another relay instance works {} with relay.lanes={} but this one has "
+                        + "relay.lanes={}: lanes would overlap and break per-key order, so this lane waits. Give "
+                        + "every instance the same relay.lanes.", laneId, config.schema(), others, config.lanes());
+                releaseConnection();
+                return false;
+            }
+            owner = true;
+            reserved = false; // the reservation is the ownership now
+            standbyReason = null;
+            ownedSinceMillis = System.currentTimeMillis();
+            log.info("txoutbox-relay {}: owns the lane now ({})", laneId, governor.instanceId());
+            connection.setAutoCommit(false);
+            talked();
+            return true;
+        } finally {
+            if (reserved) {
+                governor.unreserve();
+            }
         }
-        if (!others.isEmpty()) {
-            log.error("txoutbox-relay {}: another relay instance works {} with relay.lanes={} but this one has "
-                    + "relay.lanes={}: lanes would overlap and break per-key order, so this lane waits. Give every "
-                    + "instance the same relay.lanes.", laneId, config.schema(), others, config.lanes());
-            releaseConnection();
-            return false;
-        }
-        owner = true;
-        standbyReason = null;
-        counters.lanesOwned.incrementAndGet();
-        log.info("txoutbox-relay {}: owns the lane now", laneId);
-        connection.setAutoCommit(false);
-        return true;
     }
 
     private void standby(String reason) {
@@ -207,20 +282,13 @@ final class Lane implements Runnable {
         connection = null;
         if (owner) {
             owner = false;
-            counters.lanesOwned.decrementAndGet();
+            governor.unreserve();
         }
         if (c == null) {
             return;
         }
         try {
-            if (!c.getAutoCommit()) {
-                c.rollback();
-                c.setAutoCommit(true);
-            }
-            try (Statement st = c.createStatement()) {
-                st.execute("SELECT pg_advisory_unlock_all()");
-                st.execute("RESET ALL");
-            }
+            LaneSession.reset(c);
         } catch (SQLException e) {
             log.debug("txoutbox-relay {}: could not reset connection: {}", laneId, e.toString());
         } finally {
@@ -245,6 +313,7 @@ final class Lane implements Runnable {
             Map<String, Long> waiting = waitingKeys(c);
             batch = claim(c, waiting);
             c.commit();
+            talked();
         } catch (SQLException e) {
             rollbackQuietly(c);
             throw e;
@@ -324,7 +393,20 @@ final class Lane implements Runnable {
             throws InterruptedException {
         Throwable failure;
         try {
-            List<SendResult> results = sending.get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            long deadline = System.nanoTime() + config.sendTimeout().toNanos();
+            List<SendResult> results = null;
+            while (true) {
+                long slice = Math.min(deadline - System.nanoTime(), heartbeatNanos);
+                try {
+                    results = sending.get(Math.max(1, slice), TimeUnit.NANOSECONDS);
+                    break;
+                } catch (TimeoutException slow) {
+                    if (System.nanoTime() >= deadline) {
+                        throw slow;
+                    }
+                    heartbeat(); // a lost session shows when the mark fails; the batch's outcome is still needed
+                }
+            }
             if (results != null && results.size() == batch.size()) {
                 return results;
             }
@@ -435,14 +517,22 @@ final class Lane implements Runnable {
             }
             TestHooks.hit(TestHooks.AFTER_MARK_BEFORE_COMMIT);
             c.commit();
+            talked();
         } catch (SQLException e) {
             rollbackQuietly(c);
-            if (!published.isEmpty()) {
+            if (isSessionLost(e)) {
+                counters.fencedMarks.increment();
+                log.warn("txoutbox-relay {}: mark rejected: the lane's session ended (lease lost, SQLState {}); "
+                        + "{} delivered events stay pending and the lane's new owner sends them again", laneId,
+                        e.getSQLState(), published.size());
+            } else if (!published.isEmpty()) {
                 log.warn("txoutbox-relay {}: {} delivered events could not be marked ({}); they will be sent again",
                         laneId, published.size(), e.getMessage());
             }
             throw e;
         }
+        lastBatchMillis = System.currentTimeMillis();
+        lastBatchSize = batch.size();
         counters.published.add(published.size());
         counters.contractBreaks.add(contractBreaks);
         counters.parked.add(update.parked);
@@ -579,8 +669,10 @@ final class Lane implements Runnable {
             long ms = Math.max(1, TimeUnit.NANOSECONDS.toMillis(sinceNudge) / 4);
             wake.tryAcquire(Math.min(ms, 20), TimeUnit.MILLISECONDS);
         } else {
-            wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+            // an idle lane still talks every third of the lease, so it keeps its lane
+            wake.tryAcquire(Math.min(config.pollInterval().toNanos(), heartbeatNanos), TimeUnit.NANOSECONDS);
         }
+        heartbeat();
     }
 
     private void pause(long ms) {
@@ -592,7 +684,8 @@ final class Lane implements Runnable {
                     return;
                 }
                 // a nudge must not cut a backoff short: drain it and keep waiting
-                wake.tryAcquire(left, TimeUnit.NANOSECONDS);
+                wake.tryAcquire(Math.min(left, heartbeatNanos), TimeUnit.NANOSECONDS);
+                heartbeat();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -608,7 +701,9 @@ final class Lane implements Runnable {
         }
     }
 
-    static boolean isRetriable(SQLException e) {
-        return SqlErrors.isRetriable(e);
+    /** The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x) or the connection broke. */
+    static boolean isSessionLost(SQLException e) {
+        String state = e.getSQLState();
+        return state != null && (state.startsWith("08") || state.startsWith("57P"));
     }
 }

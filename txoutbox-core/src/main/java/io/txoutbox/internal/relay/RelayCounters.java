@@ -15,5 +15,6 @@ final class RelayCounters {
     final LongAdder outages = new LongAdder();
     final LongAdder loopErrors = new LongAdder();
     final LongAdder contractBreaks = new LongAdder();
+    final LongAdder fencedMarks = new LongAdder();
     final AtomicInteger lanesOwned = new AtomicInteger();
 }

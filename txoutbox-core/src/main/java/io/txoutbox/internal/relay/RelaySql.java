@@ -10,6 +10,8 @@ final class RelaySql {
     /** Advisory lock kinds in the low 32 bits of the 64-bit lock key ({@code kind << 16 | value}). */
     static final int LOCK_KIND_LANE = 1;
     static final int LOCK_KIND_LANE_COUNT = 2;
+    /** Held shared by every running relay instance of the table: the members that share the lanes. */
+    static final int LOCK_KIND_MEMBER = 3;
 
     final String waitingKeys;
     final String claim;
@@ -48,6 +50,23 @@ final class RelaySql {
     /** The 64-bit advisory lock key: the table in the high half, kind and value in the low half. */
     long lockKey(int kind, int value) {
         return ((long) tableHash << 32) | ((long) kind << 16) | (value & 0xFFFF);
+    }
+
+    /**
+     * The member lock of a live relay instance: its lane count and its cap of lanes are in the key, so that members
+     * can share the lanes by everybody's caps, and an instance with another lane count (which works nothing) takes
+     * no share. Low half: {@code 3 << 28 | lanes << 14 | cap}.
+     */
+    long memberKey(int lanes, int cap) {
+        return ((long) tableHash << 32) | ((long) LOCK_KIND_MEMBER << 28) | ((long) lanes << 14) | cap;
+    }
+
+    /** Caps of the live members with this lane count, one row per member. */
+    String memberCaps(int lanes) {
+        return "SELECT (objid::bigint & 16383)::int FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+                + " AND granted AND classid::bigint = " + Integer.toUnsignedLong(tableHash)
+                + " AND (objid::bigint >> 28) = " + LOCK_KIND_MEMBER
+                + " AND ((objid::bigint >> 14) & 16383) = " + lanes;
     }
 
     /** Lane counts other relay sessions work this table with (their shared "lane count" locks). */
