@@ -37,7 +37,7 @@ class BrokerOutageIT {
 
     @BeforeEach
     void setUp() {
-        broker = KafkaBrokerProcess.builder().start();
+        broker = KafkaBrokerProcess.builder().startTimeout(Duration.ofMinutes(3)).start();
         broker.createTopic("ledger", 3);
         db = TestPostgres.shared().newDatabase("broker_outage");
         schema = ItSupport.schema(db);
@@ -45,8 +45,12 @@ class BrokerOutageIT {
 
     @AfterEach
     void tearDown() {
-        db.close();
-        broker.close();
+        if (db != null) {
+            db.close();
+        }
+        if (broker != null) {
+            broker.close();
+        }
     }
 
     @Test

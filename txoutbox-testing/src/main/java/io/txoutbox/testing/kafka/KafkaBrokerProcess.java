@@ -296,7 +296,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"));
-        private Duration startTimeout = Duration.ofSeconds(60);
+        private Duration startTimeout = Duration.ofMinutes(3); // generous: shared 2-core machines
 
         private Builder() {
         }
