@@ -9,7 +9,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A polling relay as its own JVM, for tests that SIGKILL or SIGSTOP it. Arguments: jdbcUrl user password schema
- * bootstrapServers [lanes] [batchSize]. Prints {@code RELAY-OWNS-ALL-LANES} once it works every lane.
+ * bootstrapServers [lanes] [batchSize] [leaseMs] [expectedLanes]. Prints {@code RELAY-OWNS-ALL-LANES} once it works
+ * {@code expectedLanes} lanes (default: all).
  */
 public final class RelayProcessMain {
 
@@ -21,14 +22,17 @@ public final class RelayProcessMain {
         OutboxSchema schema = OutboxSchema.builder().schema(args[3]).build();
         int lanes = args.length > 5 ? Integer.parseInt(args[5]) : 2;
         int batchSize = args.length > 6 ? Integer.parseInt(args[6]) : 200;
+        long leaseMs = args.length > 7 ? Long.parseLong(args[7]) : 10_000;
+        int expectedLanes = args.length > 8 ? Integer.parseInt(args[8]) : lanes;
         PollingRelay relay = PollingRelay.builder().dataSource(ds).schema(schema)
                 .transport(KafkaTransport.builder().bootstrapServers(args[4]).build())
                 .lanes(lanes).batchSize(batchSize).pollInterval(Duration.ofMillis(20))
+                .leaseTimeout(Duration.ofMillis(leaseMs))
                 .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)))
                 .build().start();
         Runtime.getRuntime().addShutdownHook(new Thread(relay::close));
         long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-        while (relay.stats().lanesOwned() < lanes && System.nanoTime() < deadline) {
+        while (relay.stats().lanesOwned() < expectedLanes && System.nanoTime() < deadline) {
             Thread.sleep(20); // polling our own status: no condition object to wait on across lanes
         }
         System.out.println("RELAY-OWNS-ALL-LANES " + relay.stats().lanesOwned());

@@ -333,7 +333,9 @@ final class Lane implements Runnable {
         TestHooks.hit(TestHooks.AFTER_SEND_BEFORE_ACK);
         List<SendResult> results = await(sending, batch);
         counters.batches.increment();
-        TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK);
+        if (results.stream().anyMatch(SendResult::isDelivered)) {
+            TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not yet marked
+        }
         Outcome outcome = record(c, batch, results);
         if (log.isDebugEnabled()) {
             log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(),

@@ -1,0 +1,62 @@
+package io.txoutbox.bench;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Writes a backlog of committed events into a fresh outbox schema (not timed as part of the drain). */
+final class Backlog {
+
+    /** What writing the backlog cost. */
+    record Written(long events, double seconds, long walBytes) {
+    }
+
+    private Backlog() {
+    }
+
+    static OutboxSchema createSchema(BenchEnv env, String name) {
+        env.execute("DROP SCHEMA IF EXISTS \"" + name + "\" CASCADE");
+        OutboxSchema schema = OutboxSchema.builder().schema(name).build();
+        schema.migrate(env.dataSource());
+        return schema;
+    }
+
+    static void dropSchema(BenchEnv env, OutboxSchema schema) {
+        env.execute("DROP SCHEMA IF EXISTS \"" + schema.schema() + "\" CASCADE");
+    }
+
+    /**
+     * Publishes {@code n} events in one transaction, {@value Outbox#MAX_ROWS_PER_STATEMENT} rows per INSERT, then
+     * ANALYZE and CHECKPOINT so that the timed phase starts from the same state for every contender.
+     */
+    static Written write(BenchEnv env, OutboxSchema schema, Events events, String topic, long n) throws SQLException {
+        Outbox outbox = Outbox.builder().schema(schema).build();
+        env.execute("CHECKPOINT");
+        String lsn0 = env.walLsn();
+        long t0 = System.nanoTime();
+        try (Connection c = env.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            List<OutboxMessage> chunk = new ArrayList<>(Outbox.MAX_ROWS_PER_STATEMENT);
+            for (long i = 0; i < n; i++) {
+                chunk.add(events.message(topic, i));
+                if (chunk.size() == Outbox.MAX_ROWS_PER_STATEMENT || i == n - 1) {
+                    outbox.publish(c, chunk);
+                    chunk.clear();
+                }
+            }
+            c.commit();
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        long wal = env.walBytesBetween(lsn0, env.walLsn());
+        env.execute("ANALYZE " + schema.qualifiedOutboxTable(), "CHECKPOINT");
+        return new Written(n, seconds, wal);
+    }
+
+    static long notPublished(BenchEnv env, OutboxSchema schema) {
+        return env.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state <> 'PUBLISHED'");
+    }
+}

@@ -1,0 +1,25 @@
+package io.txoutbox.bench;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * Entry point of the benchmarks: {@code drain} (backlog drain, relay vs raw producer vs naive relay), {@code steady}
+ * (commit-to-broker latency at a fixed open-loop rate) and {@code longtx} (the same while a transaction holds the
+ * xmin horizon). Each prints a table and the command that reproduces it.
+ */
+@Command(name = "txoutbox-bench", mixinStandardHelpOptions = true,
+        subcommands = {DrainBench.class, SteadyBench.class, LongTxBench.class},
+        description = "End-to-end benchmarks of txoutbox on PostgreSQL and Kafka.")
+public final class Bench implements Runnable {
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+
+    public static void main(String[] args) {
+        int code = new CommandLine(new Bench()).execute(args);
+        System.exit(code);
+    }
+}

@@ -1,0 +1,36 @@
+package io.txoutbox.bench;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/** Where the services are: embedded PostgreSQL and an in-process broker unless given. */
+final class CommonOptions {
+
+    @Option(names = "--jdbc-url", description = "PostgreSQL to use instead of an embedded one (fsync=off)")
+    String jdbcUrl;
+
+    @Option(names = "--jdbc-user", defaultValue = "postgres")
+    String jdbcUser;
+
+    @Option(names = "--jdbc-password", defaultValue = "")
+    String jdbcPassword;
+
+    @Option(names = "--bootstrap-servers", description = "Kafka to use instead of an in-process broker")
+    String bootstrapServers;
+
+    @Option(names = "--broker-property", description = "in-process broker property k=v (repeatable)")
+    Map<String, String> brokerProperties = new LinkedHashMap<>();
+
+    @Option(names = "--partitions", defaultValue = "6", description = "partitions per topic (default ${DEFAULT-VALUE})")
+    int partitions;
+
+    @Option(names = "--keys", defaultValue = "1000", description = "distinct partition keys (default ${DEFAULT-VALUE})")
+    int keys;
+
+    @Option(names = "--payload-bytes", defaultValue = "300", description = "JSON payload size (default ${DEFAULT-VALUE})")
+    int payloadBytes;
+
+    @Option(names = "--producer-property", description = "producer property k=v for all contenders (repeatable)")
+    Map<String, String> producerProperties = new LinkedHashMap<>();
+}

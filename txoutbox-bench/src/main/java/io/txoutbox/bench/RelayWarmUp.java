@@ -1,0 +1,49 @@
+package io.txoutbox.bench;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Sends a few events through every lane of a relay before anything is timed: producers created, transactions
+ * initialised (on a fresh broker the first one also creates {@code __transaction_state}), plans and JIT warm.
+ */
+final class RelayWarmUp {
+
+    static final int EVENTS = 64;
+
+    private RelayWarmUp() {
+    }
+
+    /** Publishes {@link #EVENTS} events with distinct keys to {@code warmTopic} and waits until all are published. */
+    static void run(BenchEnv env, PollingRelay relay, OutboxSchema schema, Events gen, String warmTopic)
+            throws Exception {
+        env.createTopic(warmTopic, Map.of());
+        long before = relay.stats().published();
+        Outbox outbox = Outbox.builder().schema(schema).build();
+        try (Connection c = env.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            List<OutboxMessage> ms = new ArrayList<>();
+            for (int i = 0; i < EVENTS; i++) {
+                ms.add(OutboxMessage.builder().topic(warmTopic).aggregate("Warm", "warm-" + i).eventType("Warm")
+                        .jsonPayload(gen.payload(i)).build());
+            }
+            outbox.publish(c, ms);
+            c.commit();
+        }
+        relay.nudge();
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (relay.stats().published() < before + EVENTS) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("warm-up not published after 120 s: " + relay.stats());
+            }
+            Thread.sleep(5);
+        }
+    }
+}

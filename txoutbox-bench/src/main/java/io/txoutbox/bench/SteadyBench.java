@@ -1,0 +1,86 @@
+package io.txoutbox.bench;
+
+import io.txoutbox.RelayConfig;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** Commit-to-broker-append latency at fixed open-loop rates, one event per transaction. */
+@Command(name = "steady", mixinStandardHelpOptions = true,
+        description = "Open-loop writers at fixed rates; latency = broker append time - commit return time.")
+final class SteadyBench implements Callable<Integer> {
+
+    private static final Logger log = LoggerFactory.getLogger(SteadyBench.class);
+
+    @Mixin
+    CommonOptions common;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--rates", split = ",", defaultValue = "1000,10000",
+            description = "events/s, one run each (default ${DEFAULT-VALUE})")
+    List<Integer> rates;
+
+    @Option(names = "--duration", defaultValue = "60", description = "measured seconds per rate (default ${DEFAULT-VALUE})")
+    double duration;
+
+    @Option(names = "--warmup", defaultValue = "5", description = "seconds at the rate before measuring (default ${DEFAULT-VALUE})")
+    double warmup;
+
+    @Option(names = "--writers", defaultValue = "8", description = "writer threads/connections (default ${DEFAULT-VALUE})")
+    int writers;
+
+    @Option(names = "--lanes", defaultValue = "" + RelayConfig.DEFAULT_LANES, description = "relay lanes (default ${DEFAULT-VALUE})")
+    int lanes;
+
+    @Option(names = "--batch", defaultValue = "" + RelayConfig.DEFAULT_BATCH_SIZE, description = "relay batch size (default ${DEFAULT-VALUE})")
+    int batch;
+
+    @Override
+    public Integer call() throws Exception {
+        Events gen = new Events(common.keys, common.payloadBytes);
+        try (BenchEnv env = new BenchEnv(common)) {
+            Stats.Table t = new Stats.Table("target events/s", "achieved events/s", "committed", "undelivered",
+                    "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "writer lag p99 ms", "claim at end");
+            int k = 0;
+            for (int rate : rates) {
+                String id = "st" + (++k) + "_" + rate;
+                log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={}", rate,
+                        duration, warmup, writers, lanes, batch);
+                try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers)) {
+                    run.start(lanes, batch);
+                    run.finish(Duration.ofSeconds(60));
+                    String probe = run.claimProbe(lanes, batch);
+                    // by commit time; a pool that falls behind commits after the schedule's end: count those too
+                    SteadyRun.Window w = run.window(warmup, Math.max(warmup + duration, run.lastCommit()));
+                    t.row(rate, Stats.fmt(w.achievedRate()), w.committed(), w.undelivered(), Stats.ms(w.p(50)),
+                            Stats.ms(w.p(90)), Stats.ms(w.p(99)), Stats.ms(w.p(99.9)), Stats.ms(w.max()),
+                            Stats.ms(w.lagP(99)), probe);
+                    log.info("steady {}: p50 {} p99 {} max {} ms, errors {}, bad timestamps {}, {}", rate,
+                            Stats.ms(w.p(50)), Stats.ms(w.p(99)), Stats.ms(w.max()), run.errors(),
+                            run.badTimestamps(), run.relay().stats());
+                }
+            }
+            List<String> out = new ArrayList<>();
+            out.add("\n## steady\n");
+            env.describe().forEach(l -> out.add("- " + l));
+            out.add("- producer settings: " + ProducerSettings.effective(common));
+            out.add("- relay lanes=" + lanes + " batch=" + batch + ", writers=" + writers + ", warm-up " + warmup
+                    + " s (not counted), measured " + duration + " s per rate");
+            out.add("- command: bench steady " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
+            out.add("");
+            out.add(t.toString());
+            System.out.println(String.join("\n", out));
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,253 @@
+package io.txoutbox.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.testing.history.HistoryAssert;
+import io.txoutbox.testing.history.HistoryReport;
+import io.txoutbox.testing.history.LedgerWriter;
+import io.txoutbox.testing.kafka.KafkaBroker;
+import io.txoutbox.testing.net.TcpProxy;
+import io.txoutbox.testing.postgres.TestDatabase;
+import io.txoutbox.testing.postgres.TestPostgres;
+import io.txoutbox.testing.process.JvmProcess;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Several relay instances as separate JVMs on one outbox, while writers write: they race, get killed (also between
+ * the broker's ack and the mark), paused past their lease, cut off from PostgreSQL, added and removed. The history
+ * checker decides; takeover times are measured against the lease.
+ */
+class ScaleOutIT {
+
+    private static final Logger log = LoggerFactory.getLogger(ScaleOutIT.class);
+    private static final int LANES = 6;
+    private static final int BATCH = 200;
+    private static final long LEASE_MS = 3_000;
+
+    private KafkaBroker kafka;
+    private TestDatabase db;
+    private OutboxSchema schema;
+    private final List<JvmProcess> relays = new ArrayList<>();
+
+    @BeforeEach
+    void setUp() {
+        kafka = KafkaBroker.builder().start();
+        kafka.createTopic("ledger", 6);
+        db = TestPostgres.shared().newDatabase("scale_out");
+        schema = ItSupport.schema(db);
+    }
+
+    @AfterEach
+    void tearDown() {
+        relays.forEach(JvmProcess::close);
+        if (db != null) {
+            db.close();
+        }
+        if (kafka != null) {
+            kafka.close();
+        }
+    }
+
+    private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook) {
+        TestPostgres pg = db.server();
+        JvmProcess.Builder b = JvmProcess.builder(RelayProcessMain.class).name(name).jvmArgs("-Xmx192m")
+                .args(jdbcUrl, pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
+                        Integer.toString(LANES), Integer.toString(BATCH), Long.toString(LEASE_MS),
+                        Integer.toString(expectedLanes));
+        if (hook != null) {
+            String[] parts = hook.split("=");
+            b.hook(parts[0], parts[1]);
+        }
+        JvmProcess p = b.start();
+        relays.add(p);
+        return p;
+    }
+
+    private JvmProcess relay(String name, int expectedLanes) {
+        return relay(name, db.server().jdbcUrl(), expectedLanes, null);
+    }
+
+    /** Lanes of this outbox whose advisory lock is held right now, by any instance. */
+    private long lanesHeld() {
+        return lanesHeldWhere("LIKE 'txoutbox-relay %'");
+    }
+
+    /** Lanes held by one relay process (its sessions' application_name carries its pid). */
+    private long lanesHeldBy(JvmProcess relay) {
+        return lanesHeldWhere("LIKE '%:" + relay.pid() + "#%'");
+    }
+
+    private long lanesHeldWhere(String applicationNameCondition) {
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update((schema.schema() + "." + schema.outboxTable()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return db.queryLong("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                + " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+                + " AND l.classid::bigint = " + crc.getValue() + " AND (l.objid::bigint >> 16) = 1"
+                + " AND a.application_name " + applicationNameCondition);
+    }
+
+    private long pending() {
+        return db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING'");
+    }
+
+    private LedgerWriter writer(int events, double rate) {
+        Outbox outbox = Outbox.builder().schema(schema).build();
+        return ItSupport.ledgerWriter(db, outbox, "ledger").threads(4).keys(500).events(events).targetRate(rate)
+                .rollbackShare(0.02).build().start();
+    }
+
+    private HistoryReport finish(LedgerWriter writer) throws Exception {
+        assertThat(writer.awaitDone(Duration.ofMinutes(5))).isTrue();
+        assertThat(writer.errors()).isEmpty();
+        await().atMost(Duration.ofMinutes(3)).until(() -> pending() == 0);
+        HistoryReport report = ItSupport.check(db, kafka.bootstrapServers(), "ledger", Duration.ofMinutes(2));
+        log.info("history: {}", report.summaryLine());
+        return report;
+    }
+
+    /** Time until the surviving instance holds every lane, after the other one went away. */
+    private long takeoverMillis(JvmProcess survivor, long sinceNanos) {
+        await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(100))
+                .until(() -> lanesHeldBy(survivor) == LANES);
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sinceNanos);
+    }
+
+    @Test
+    void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            relay("relay-" + i, 1);
+        }
+        for (JvmProcess r : relays) {
+            r.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        }
+        HistoryReport report;
+        try (LedgerWriter w = writer(50_000, 0)) {
+            report = finish(w);
+        }
+        HistoryAssert.assertThat(report).isClean();
+        assertThat(report.committed()).isGreaterThan(45_000);
+    }
+
+    @Test
+    void a_relay_killed_five_times_also_between_ack_and_mark_loses_nothing_and_its_lanes_are_taken_over()
+            throws Exception {
+        JvmProcess steady = relay("steady", 1);
+        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        List<Long> takeovers = new ArrayList<>();
+        try (LedgerWriter w = writer(30_000, 1_500)) {
+            for (int kill = 0; kill < 5; kill++) {
+                JvmProcess victim = kill == 0
+                        ? relay("victim-" + kill, db.server().jdbcUrl(), 1, "after-ack-before-mark=kill")
+                        : relay("victim-" + kill, 1);
+                victim.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+                long t0;
+                if (kill == 0) {
+                    victim.awaitHook("after-ack-before-mark", Duration.ofMinutes(2));
+                    victim.awaitExit(Duration.ofSeconds(30));
+                    t0 = System.nanoTime();
+                } else {
+                    Thread.sleep(1_000 + 500L * kill); // the fault's schedule: let it work a while, then kill it
+                    victim.kill();
+                    t0 = System.nanoTime();
+                    victim.awaitExit(Duration.ofSeconds(30));
+                }
+                takeovers.add(takeoverMillis(steady, t0));
+            }
+            HistoryReport report = finish(w);
+            HistoryAssert.assertThat(report).isClean();
+            assertThat(report.duplicates()).as("at most the batches in flight of each kill")
+                    .isLessThanOrEqualTo((long) BATCH * LANES * 5);
+        }
+        log.info("takeover after SIGKILL, ms: {}", takeovers);
+        assertThat(takeovers).allSatisfy(ms -> assertThat(ms).isLessThan(10_000));
+    }
+
+    @Test
+    void a_relay_paused_between_ack_and_mark_past_its_lease_is_fenced_and_its_stale_mark_rejected()
+            throws Exception {
+        JvmProcess steady = relay("steady", 1);
+        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        JvmProcess zombie = relay("zombie", db.server().jdbcUrl(), 1, "after-ack-before-mark=stop");
+        zombie.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        try (LedgerWriter w = writer(20_000, 1_500)) {
+            zombie.awaitHook("after-ack-before-mark", Duration.ofMinutes(2));
+            long stoppedAt = System.nanoTime();
+            await().atMost(Duration.ofSeconds(10)).until(zombie::isStopped);
+            long takeover = takeoverMillis(steady, stoppedAt);
+            assertThat(takeover).as("not before the lease ran out").isGreaterThanOrEqualTo(LEASE_MS - 500);
+            Thread.sleep(LEASE_MS); // the fault: stay paused well past the lease while the others work its lanes
+            zombie.resume();
+            zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
+            HistoryReport report = finish(w);
+            HistoryAssert.assertThat(report).isClean();
+            assertThat(report.duplicates()).as("the paused batch was acknowledged, then sent again by the new owner")
+                    .isPositive();
+            log.info("takeover of a paused relay's lanes: {} ms (lease {} ms)", takeover, LEASE_MS);
+            assertThat(takeover).isLessThan(LEASE_MS + 10_000);
+        }
+    }
+
+    @Test
+    void relays_added_and_removed_during_the_run_rebalance_without_loss_or_reordering() throws Exception {
+        JvmProcess first = relay("first", LANES);
+        first.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        try (LedgerWriter w = writer(30_000, 2_000)) {
+            JvmProcess second = relay("second", 1);
+            second.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+            JvmProcess third = relay("third", 1);
+            third.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+            await().atMost(Duration.ofMinutes(1)).until(() -> lanesHeldBy(first) == 2 && lanesHeldBy(second) == 2
+                    && lanesHeldBy(third) == 2);
+            second.terminate(); // orderly: its lanes are handed over at once
+            second.awaitExit(Duration.ofSeconds(30));
+            long t0 = System.nanoTime();
+            await().atMost(Duration.ofMinutes(1)).until(() -> lanesHeldBy(first) + lanesHeldBy(third) == LANES);
+            log.info("lanes of an orderly stopped relay taken over in {} ms",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            first.terminate();
+            first.awaitExit(Duration.ofSeconds(30));
+            takeoverMillis(third, System.nanoTime());
+            relay("fourth", 1).awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+            HistoryReport report = finish(w);
+            HistoryAssert.assertThat(report).isClean();
+        }
+    }
+
+    @Test
+    void a_relay_cut_off_from_postgresql_past_its_lease_loses_its_lanes_and_nothing_else() throws Exception {
+        JvmProcess steady = relay("steady", 1);
+        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        TestPostgres pg = db.server();
+        try (TcpProxy proxy = TcpProxy.start("127.0.0.1", pg.port())) {
+            String viaProxy = pg.jdbcUrl().replaceFirst("//[^/]+/", "//127.0.0.1:" + proxy.port() + "/");
+            JvmProcess cut = relay("cut", viaProxy, 1, null);
+            cut.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+            try (LedgerWriter w = writer(20_000, 1_500)) {
+                await().atMost(Duration.ofMinutes(1)).until(() -> pending() < 20_000);
+                await().atMost(Duration.ofMinutes(1)).until(() -> lanesHeldBy(cut) > 0);
+                proxy.freeze();
+                long frozenAt = System.nanoTime();
+                // the steady instance takes every lane once PostgreSQL ends the frozen instance's sessions
+                await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(100))
+                        .until(() -> lanesHeldBy(steady) == LANES);
+                long takeover = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - frozenAt);
+                proxy.unfreeze();
+                HistoryReport report = finish(w);
+                HistoryAssert.assertThat(report).isClean();
+                log.info("lanes of a relay cut off from PostgreSQL held again after {} ms", takeover);
+                assertThat(takeover).isLessThan(LEASE_MS + 15_000);
+            }
+        }
+    }
+}
