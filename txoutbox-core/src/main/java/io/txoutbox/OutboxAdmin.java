@@ -53,4 +53,18 @@ public interface OutboxAdmin {
 
     /** Number of pending events (including those waiting behind parked keys). */
     long pendingCount();
+
+    /**
+     * One lane of the relays working this outbox, as PostgreSQL sees it: the instance holding its lock (empty when
+     * nobody does), since when that session exists, and its last statement (claims and heartbeats: at least every
+     * third of the lease while it owns the lane).
+     */
+    record LaneOwner(int lane, String instanceId, Instant since, Instant lastActivity) {
+    }
+
+    /** Lanes currently owned, across all relay instances of this outbox. */
+    List<LaneOwner> laneOwners();
+
+    /** Pending events per shard (only shards with pending events). */
+    java.util.Map<Integer, Long> pendingByShard();
 }

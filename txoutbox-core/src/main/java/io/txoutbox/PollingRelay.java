@@ -3,6 +3,7 @@ package io.txoutbox;
 import io.txoutbox.internal.relay.DefaultPollingRelay;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 
@@ -38,6 +39,13 @@ public interface PollingRelay extends AutoCloseable {
     /** Counters since start. */
     RelayStats stats();
 
+    /** The lanes this instance owns now: since when, and its last batch. */
+    List<LaneStatus> lanes();
+
+    /** One lane owned by this instance. */
+    record LaneStatus(int lane, java.time.Instant ownedSince, java.time.Instant lastBatchAt, int lastBatchSize) {
+    }
+
     RelayConfig config();
 
     /** Stops the lanes: waits for the batches in flight (bounded), releases locks and connections. Idempotent. */
@@ -64,6 +72,7 @@ public interface PollingRelay extends AutoCloseable {
         private String name = RelayConfig.DEFAULT_NAME;
         private int lanes = RelayConfig.DEFAULT_LANES;
         private int batchSize = RelayConfig.DEFAULT_BATCH_SIZE;
+        private long maxBatchBytes = RelayConfig.DEFAULT_MAX_BATCH_BYTES;
         private Duration pollInterval = RelayConfig.DEFAULT_POLL_INTERVAL;
         private Duration sendTimeout = RelayConfig.DEFAULT_SEND_TIMEOUT;
         private Duration statementTimeout = RelayConfig.DEFAULT_STATEMENT_TIMEOUT;
@@ -116,6 +125,15 @@ public interface PollingRelay extends AutoCloseable {
         /** Rows per batch, default {@value RelayConfig#DEFAULT_BATCH_SIZE}. */
         public Builder batchSize(int batchSize) {
             this.batchSize = batchSize;
+            return this;
+        }
+
+        /**
+         * A batch stops growing once its payloads reach this many bytes (it always takes at least one event),
+         * default 16 MiB.
+         */
+        public Builder maxBatchBytes(long maxBatchBytes) {
+            this.maxBatchBytes = maxBatchBytes;
             return this;
         }
 
@@ -203,7 +221,8 @@ public interface PollingRelay extends AutoCloseable {
                 throw new InvalidConfigurationException("relay.transport is required, e.g. "
                         + "KafkaTransport.builder().bootstrapServers(...).build()");
             }
-            RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, pollInterval, sendTimeout,
+            RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, maxBatchBytes, pollInterval,
+                    sendTimeout,
                     statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
                     maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify);
             return new DefaultPollingRelay(config, Objects.requireNonNull(dataSource), transport);

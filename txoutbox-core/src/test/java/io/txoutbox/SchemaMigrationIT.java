@@ -40,7 +40,7 @@ class SchemaMigrationIT {
         OutboxSchema schema = fresh("twice");
         schema.migrate(postgres.database().dataSource());
         schema.migrate(postgres.database().dataSource());
-        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history")).isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history")).isEqualTo(2);
         assertThat(count("SELECT count(*) FROM pg_tables WHERE schemaname = '" + schema.schema()
                 + "' AND tablename = 'outbox_event'")).isEqualTo(1);
     }
@@ -66,7 +66,7 @@ class SchemaMigrationIT {
         } finally {
             pool.shutdownNow();
         }
-        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history")).isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history")).isEqualTo(2);
         assertThat(count("SELECT count(*) FROM pg_namespace WHERE nspname = '" + schema.schema() + "'"))
                 .isEqualTo(1);
     }
@@ -160,7 +160,37 @@ class SchemaMigrationIT {
         OutboxSchema b = OutboxSchema.builder().schema(a.schema()).outboxTable("billing_outbox").shards(8).build();
         a.migrate(postgres.database().dataSource());
         b.migrate(postgres.database().dataSource());
-        assertThat(count("SELECT count(*) FROM " + a.schema() + ".txoutbox_schema_history")).isEqualTo(2);
+        // V1 and V2 per outbox table; V2 (the inbox, shared by the schema) ran twice without harm
+        assertThat(count("SELECT count(*) FROM " + a.schema() + ".txoutbox_schema_history")).isEqualTo(4);
+        assertThat(count("SELECT count(*) FROM pg_tables WHERE schemaname = '" + a.schema()
+                + "' AND tablename IN ('inbox_event', 'processed_event', 'applied_version')")).isEqualTo(3);
+    }
+
+    @Test
+    void an_outbox_at_version_1_is_upgraded_with_the_inbox_tables() {
+        OutboxSchema schema = fresh("upgrade");
+        schema.migrate(postgres.database().dataSource());
+        postgres.database().execute("DROP TABLE " + schema.schema() + ".inbox_event, " + schema.schema()
+                + ".processed_event, " + schema.schema() + ".applied_version",
+                "DELETE FROM " + schema.schema() + ".txoutbox_schema_history WHERE version = 2");
+        schema.migrate(postgres.database().dataSource());
+        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history WHERE version = 2"))
+                .isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM pg_tables WHERE schemaname = '" + schema.schema()
+                + "' AND tablename IN ('inbox_event', 'processed_event', 'applied_version')")).isEqualTo(3);
+        schema.migrate(postgres.database().dataSource()); // and again: a no-op
+        assertThat(count("SELECT count(*) FROM " + schema.schema() + ".txoutbox_schema_history")).isEqualTo(2);
+    }
+
+    @Test
+    void the_inbox_script_uses_only_the_schema_placeholder() {
+        String script = io.txoutbox.internal.SchemaMigrator.load("V2__inbox.sql");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\$\\{([a-z_]+)}").matcher(script);
+        java.util.Set<String> found = new java.util.TreeSet<>();
+        while (m.find()) {
+            found.add(m.group(1));
+        }
+        assertThat(found).containsExactly("schema");
     }
 
     @Test

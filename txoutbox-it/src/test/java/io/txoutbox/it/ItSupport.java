@@ -33,7 +33,9 @@ final class ItSupport {
         List<LedgerEntry> ledger = Ledger.read(db.dataSource(), db.schema());
         List<Delivery> deliveries = Verifier.builder(bootstrap, topic).expectedEvents(ledger.size())
                 .deadline(deadline).build().readAll();
-        return HistoryChecker.check(ledger, deliveries);
+        HistoryReport report = HistoryChecker.check(ledger, deliveries);
+        org.slf4j.LoggerFactory.getLogger(ItSupport.class).info("history of {}: {}", topic, report.summaryLine());
+        return report;
     }
 
     static OutboxSchema schema(TestDatabase db) {

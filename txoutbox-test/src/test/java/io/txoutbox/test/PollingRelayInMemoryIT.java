@@ -394,6 +394,18 @@ class PollingRelayInMemoryIT {
     }
 
     @Test
+    void a_batch_stops_growing_at_max_batch_bytes_but_always_takes_one_event() throws Exception {
+        outbox = Outbox.builder().schema(schema).build();
+        String big = "{\"blob\":\"" + "x".repeat(400) + "\"}";
+        for (int i = 0; i < 10; i++) {
+            write(outbox, event("k" + i, "E").toBuilder().jsonPayload(big).build());
+        }
+        start(relay().lanes(1).batchSize(100).maxBatchBytes(1_000));
+        transport.awaitDelivered(r -> true, 10, WAIT);
+        assertThat(transport.batchSizes()).allSatisfy(size -> assertThat(size).isBetween(1, 3));
+    }
+
+    @Test
     void close_is_idempotent_and_bounded() {
         PollingRelay relay = start(relay());
         await().atMost(WAIT).until(() -> relay.stats().lanesOwned() == 2);

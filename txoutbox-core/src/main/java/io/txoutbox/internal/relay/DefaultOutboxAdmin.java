@@ -22,10 +22,48 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     private final DataSource dataSource;
     private final String table;
+    private final RelaySql relaySql;
 
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
         this.table = schema.qualifiedOutboxTable();
+        this.relaySql = new RelaySql(schema);
+    }
+
+    @Override
+    public List<LaneOwner> laneOwners() {
+        String sql = "SELECT (l.objid::bigint & 65535)::int, a.application_name, a.backend_start, a.state_change"
+                + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
+                + " AND l.granted AND l.objsubid = 1 AND l.classid::bigint = "
+                + Integer.toUnsignedLong(relaySql.tableHash) + " AND (l.objid::bigint >> 16) = "
+                + RelaySql.LOCK_KIND_LANE + " ORDER BY 1";
+        return inTransaction("listing lane owners", c -> {
+            List<LaneOwner> out = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    // application_name: "txoutbox-relay <lane id> <instance id>"
+                    String app = rs.getString(2);
+                    String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
+                    out.add(new LaneOwner(rs.getInt(1), instance, rs.getTimestamp(3).toInstant(),
+                            rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
+                }
+            }
+            return out;
+        });
+    }
+
+    @Override
+    public java.util.Map<Integer, Long> pendingByShard() {
+        return inTransaction("counting pending events per shard", c -> {
+            java.util.Map<Integer, Long> out = new java.util.TreeMap<>();
+            try (PreparedStatement ps = c.prepareStatement("SELECT shard, count(*) FROM " + table
+                    + " WHERE state = 'PENDING' GROUP BY shard"); ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.put(rs.getInt(1), rs.getLong(2));
+                }
+            }
+            return out;
+        });
     }
 
     @FunctionalInterface

@@ -133,6 +133,20 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     }
 
     @Override
+    public List<LaneStatus> lanes() {
+        List<LaneStatus> out = new ArrayList<>();
+        for (Lane lane : lanes) {
+            long since = lane.ownedSinceMillis();
+            if (lane.isOwner() && since > 0) {
+                long last = lane.lastBatchMillis();
+                out.add(new LaneStatus(lane.index(), java.time.Instant.ofEpochMilli(since),
+                        last == 0 ? null : java.time.Instant.ofEpochMilli(last), lane.lastBatchSize()));
+            }
+        }
+        return out;
+    }
+
+    @Override
     public RelayConfig config() {
         return config;
     }

@@ -372,9 +372,11 @@ final class Lane implements Runnable {
             ps.setArray(2, c.createArrayOf("text", keys));
             ps.setArray(3, c.createArrayOf("bigint", fromIds));
             ps.setInt(4, config.batchSize());
-            ps.setFetchSize(config.batchSize());
+            // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
+            ps.setFetchSize(Math.min(config.batchSize(), 250));
+            long batchBytes = 0;
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
+                while (batchBytes < config.maxBatchBytes() && rs.next()) {
                     String json = rs.getString(9);
                     byte[] bytes = rs.getBytes(10);
                     long version = rs.getLong(7);
@@ -384,6 +386,7 @@ final class Lane implements Runnable {
                             rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion, rs.getString(8),
                             value, json != null, HeadersJson.parse(rs.getString(11)),
                             rs.getTimestamp(12).toInstant(), rs.getInt(13)));
+                    batchBytes += value == null ? 0 : value.length;
                 }
             }
         }

@@ -1,0 +1,154 @@
+package io.txoutbox;
+
+import io.txoutbox.internal.inbox.DefaultInboxWorker;
+import io.txoutbox.internal.inbox.HandlerFailures;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Predicate;
+import javax.sql.DataSource;
+
+/**
+ * Processes one consumer's rows of the durable inbox ({@code inbox_event}, filled by {@link Inbox#receive} or
+ * {@code KafkaInboxConsumer}): runs the handler registered for each event's type and marks the row processed in the
+ * same local transaction.
+ *
+ * <pre>{@code
+ * InboxWorker worker = InboxWorker.builder()
+ *         .dataSource(dataSource).consumer("billing")
+ *         .handler("OrderCreated", (connection, event) -> createInvoice(connection, event))
+ *         .build().start();
+ * ...
+ * worker.close();
+ * }</pre>
+ *
+ * <p><b>Order.</b> The inbox is split into 64 shards by key hash and the shards into {@code lanes}. Each lane is one
+ * thread with one connection that holds the lane's advisory lock (per consumer), so of several workers of one
+ * consumer exactly one works each lane at a time, and a key's events are processed one at a time in the order they
+ * were received. A lane claims a batch of due pending rows in id order, skipping keys that wait, and handles them in
+ * one transaction with a savepoint per event: a failing event's effects are undone, its key waits (per-key backoff,
+ * then {@link FailurePolicy}), and later events of that key stay pending; other keys go on.
+ */
+public interface InboxWorker extends AutoCloseable {
+
+    InboxWorker start();
+
+    /** Wakes the lanes now (e.g. after a receive committed); cheap, never blocks. */
+    void nudge();
+
+    InboxStats stats();
+
+    InboxWorkerConfig config();
+
+    /** Stops the lanes after their current batch (bounded wait), releases locks and connections. Idempotent. */
+    @Override
+    void close();
+
+    /** Counters of one worker since it started. */
+    record InboxStats(long processed, long failedAttempts, long parked, long dead, long batches, long loopErrors,
+            int lanesOwned) {
+    }
+
+    static Builder builder() {
+        return new Builder();
+    }
+
+    /** Validating builder; {@link #build()} fails fast and names the property at fault. */
+    final class Builder {
+        private DataSource dataSource;
+        private OutboxSchema schema = OutboxSchema.defaults();
+        private String consumer;
+        private String name = InboxWorkerConfig.DEFAULT_NAME;
+        private final Map<String, InboxHandler> handlers = new LinkedHashMap<>();
+        private InboxHandler defaultHandler;
+        private int lanes = InboxWorkerConfig.DEFAULT_LANES;
+        private int batchSize = InboxWorkerConfig.DEFAULT_BATCH_SIZE;
+        private Duration pollInterval = InboxWorkerConfig.DEFAULT_POLL_INTERVAL;
+        private RetryPolicy retry = RetryPolicy.defaults();
+        private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
+        private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
+
+        private Builder() {
+        }
+
+        /** Connections of its own: one per lane, held while the lane works. */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = dataSource;
+            return this;
+        }
+
+        /** The schema the inbox tables live in (default {@code public}). */
+        public Builder schema(OutboxSchema schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        /** The consumer whose rows this worker processes (required). */
+        public Builder consumer(String consumer) {
+            this.consumer = consumer;
+            return this;
+        }
+
+        /** Names the worker in logs and thread names. */
+        public Builder name(String name) {
+            this.name = name;
+            return this;
+        }
+
+        /** The handler for events of this type. */
+        public Builder handler(String eventType, InboxHandler handler) {
+            handlers.put(Objects.requireNonNull(eventType, "eventType"), Objects.requireNonNull(handler, "handler"));
+            return this;
+        }
+
+        /** The handler for events of types without their own; without one, such events fail permanently. */
+        public Builder defaultHandler(InboxHandler handler) {
+            this.defaultHandler = handler;
+            return this;
+        }
+
+        /** Lanes (threads), default {@value InboxWorkerConfig#DEFAULT_LANES}; the same in all workers of a consumer. */
+        public Builder lanes(int lanes) {
+            this.lanes = lanes;
+            return this;
+        }
+
+        /** Events per transaction, default {@value InboxWorkerConfig#DEFAULT_BATCH_SIZE}. */
+        public Builder batchSize(int batchSize) {
+            this.batchSize = batchSize;
+            return this;
+        }
+
+        public Builder pollInterval(Duration pollInterval) {
+            this.pollInterval = pollInterval;
+            return this;
+        }
+
+        public Builder retry(RetryPolicy retry) {
+            this.retry = retry;
+            return this;
+        }
+
+        public Builder failurePolicy(FailurePolicy failurePolicy) {
+            this.failurePolicy = failurePolicy;
+            return this;
+        }
+
+        /** Which handler exceptions fail an event at once, without retries; see {@link InboxHandler}. */
+        public Builder permanentFailure(Predicate<Throwable> permanentFailure) {
+            this.permanentFailure = permanentFailure;
+            return this;
+        }
+
+        public InboxWorker build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("inboxWorker.dataSource is required: the worker claims and "
+                        + "processes rows through connections of its own");
+            }
+            InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
+                    batchSize, pollInterval, retry, failurePolicy, permanentFailure);
+            return new DefaultInboxWorker(config, dataSource);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package io.txoutbox;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Predicate;
+
+/** The inbox worker's validated, immutable configuration; see {@link InboxWorker.Builder} for each value. */
+public record InboxWorkerConfig(
+        OutboxSchema schema,
+        String consumer,
+        String name,
+        Map<String, InboxHandler> handlers,
+        InboxHandler defaultHandler,
+        int lanes,
+        int batchSize,
+        Duration pollInterval,
+        RetryPolicy retry,
+        FailurePolicy failurePolicy,
+        Predicate<Throwable> permanentFailure) {
+
+    /** The inbox table's fixed shard count (V2__inbox.sql); lanes split these. */
+    public static final int INBOX_SHARDS = 64;
+    public static final String DEFAULT_NAME = "inbox";
+    public static final int DEFAULT_LANES = 2;
+    public static final int DEFAULT_BATCH_SIZE = 100;
+    public static final int MAX_BATCH_SIZE = 5_000;
+    public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(500);
+    public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.PARK_KEY;
+
+    public InboxWorkerConfig {
+        Objects.requireNonNull(schema, "inboxWorker.schema must not be null");
+        Objects.requireNonNull(retry, "inboxWorker.retry must not be null");
+        Objects.requireNonNull(failurePolicy, "inboxWorker.failurePolicy must not be null");
+        Objects.requireNonNull(permanentFailure, "inboxWorker.permanentFailure must not be null");
+        requireConsumer("inboxWorker.consumer", consumer);
+        handlers = Map.copyOf(Objects.requireNonNull(handlers, "inboxWorker.handlers"));
+        if (handlers.isEmpty() && defaultHandler == null) {
+            throw new InvalidConfigurationException("inboxWorker needs at least one handler: "
+                    + "handler(eventType, handler) or defaultHandler(handler)");
+        }
+        if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
+            throw new InvalidConfigurationException(
+                    "inboxWorker.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
+        }
+        if (lanes < 1 || lanes > INBOX_SHARDS) {
+            throw new InvalidConfigurationException("inboxWorker.lanes must be between 1 and " + INBOX_SHARDS
+                    + ", was " + lanes);
+        }
+        if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+            throw new InvalidConfigurationException(
+                    "inboxWorker.batchSize must be between 1 and " + MAX_BATCH_SIZE + ", was " + batchSize);
+        }
+        if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
+            throw new InvalidConfigurationException("inboxWorker.pollInterval must be > 0, was " + pollInterval);
+        }
+    }
+
+    /** Consumer names: 1 to 200 characters, no control characters. */
+    public static String requireConsumer(String property, String consumer) {
+        if (consumer == null || consumer.isEmpty() || consumer.length() > 200
+                || consumer.chars().anyMatch(Character::isISOControl)) {
+            throw new InvalidConfigurationException(property + " must be 1 to 200 characters without control "
+                    + "characters, was " + (consumer == null ? "null" : "'" + consumer + "'"));
+        }
+        return consumer;
+    }
+
+    @Override
+    public String toString() {
+        return "InboxWorkerConfig[schema=" + schema.schema() + ", consumer=" + consumer + ", name=" + name
+                + ", handlers=" + handlers.keySet() + (defaultHandler != null ? "+default" : "") + ", lanes=" + lanes
+                + ", batchSize=" + batchSize + ", pollInterval=" + pollInterval + ", retry=" + retry
+                + ", failurePolicy=" + failurePolicy + "]";
+    }
+}

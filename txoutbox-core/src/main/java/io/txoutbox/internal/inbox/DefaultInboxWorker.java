@@ -1,0 +1,99 @@
+package io.txoutbox.internal.inbox;
+
+import io.txoutbox.InboxWorker;
+import io.txoutbox.InboxWorkerConfig;
+import io.txoutbox.OutboxException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The inbox worker: its lanes, their threads, and an orderly close. */
+public final class DefaultInboxWorker implements InboxWorker {
+
+    private static final Logger log = LoggerFactory.getLogger(DefaultInboxWorker.class);
+    private static final long CLOSE_WAIT_MS = 30_000;
+
+    private final InboxWorkerConfig config;
+    private final InboxCounters counters = new InboxCounters();
+    private final List<WorkerLane> lanes = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final AtomicBoolean started = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource) {
+        this.config = config;
+        InboxSql sql = new InboxSql(config.schema().schema());
+        for (int i = 0; i < config.lanes(); i++) {
+            lanes.add(new WorkerLane(config, i, dataSource, sql, counters));
+        }
+    }
+
+    @Override
+    public InboxWorker start() {
+        if (closed.get()) {
+            throw new OutboxException("inbox worker " + config.name() + " is closed; build a new one");
+        }
+        if (!started.compareAndSet(false, true)) {
+            return this;
+        }
+        log.info("txoutbox-inbox {}: starting with {}", config.name(), config);
+        for (WorkerLane lane : lanes) {
+            Thread t = new Thread(lane, "txoutbox-inbox-" + lane.id());
+            t.setDaemon(true);
+            threads.add(t);
+            t.start();
+        }
+        return this;
+    }
+
+    @Override
+    public void nudge() {
+        for (WorkerLane lane : lanes) {
+            lane.nudge();
+        }
+    }
+
+    @Override
+    public InboxStats stats() {
+        return new InboxStats(counters.processed.sum(), counters.failedAttempts.sum(), counters.parked.sum(),
+                counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), counters.lanesOwned.get());
+    }
+
+    @Override
+    public InboxWorkerConfig config() {
+        return config;
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        log.info("txoutbox-inbox {}: closing", config.name());
+        boolean interrupted = false;
+        for (WorkerLane lane : lanes) {
+            lane.stop();
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
+        for (Thread t : threads) {
+            long left = deadline - System.nanoTime();
+            try {
+                t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+            if (t.isAlive()) {
+                log.warn("txoutbox-inbox {}: {} did not stop in time; interrupting it", config.name(), t.getName());
+                t.interrupt();
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        log.info("txoutbox-inbox {}: closed; {}", config.name(), stats());
+    }
+}

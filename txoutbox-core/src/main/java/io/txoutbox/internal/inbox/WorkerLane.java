@@ -1,0 +1,438 @@
+package io.txoutbox.internal.inbox;
+
+import io.txoutbox.FailurePolicy;
+import io.txoutbox.InboxEvent;
+import io.txoutbox.InboxHandler;
+import io.txoutbox.InboxWorkerConfig;
+import io.txoutbox.OutboxException;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One lane of an inbox worker: the inbox shards with {@code shard % lanes == index}, worked by one thread with one
+ * connection that holds the lane's advisory lock for this consumer, so no two workers ever process one key at once.
+ * One batch (one transaction, a savepoint per event) at a time.
+ */
+final class WorkerLane implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(WorkerLane.class);
+    private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
+    private static final int MAX_ERROR_LENGTH = 2000;
+
+    private final InboxWorkerConfig config;
+    private final int index;
+    private final String laneId;
+    private final Integer[] shards;
+    private final DataSource dataSource;
+    private final InboxSql sql;
+    private final int consumerHash;
+    private final InboxCounters counters;
+    private final Semaphore wake = new Semaphore(0);
+
+    private volatile boolean stopping;
+    private Connection connection;
+    private boolean owner;
+    private long errorBackoffMs;
+    private String standbyReason;
+
+    WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters) {
+        this.config = config;
+        this.index = index;
+        this.laneId = config.name() + "-" + index;
+        this.dataSource = dataSource;
+        this.sql = sql;
+        this.consumerHash = sql.consumerHash(config.consumer());
+        this.counters = counters;
+        List<Integer> mine = new ArrayList<>();
+        for (int s = 0; s < InboxWorkerConfig.INBOX_SHARDS; s++) {
+            if (s % config.lanes() == index) {
+                mine.add(s);
+            }
+        }
+        this.shards = mine.toArray(new Integer[0]);
+    }
+
+    String id() {
+        return laneId;
+    }
+
+    void nudge() {
+        if (wake.availablePermits() == 0) {
+            wake.release();
+        }
+    }
+
+    void stop() {
+        stopping = true;
+        wake.release();
+    }
+
+    @Override
+    public void run() {
+        log.info("txoutbox-inbox {}: lane started for consumer {}, shards {}", laneId, config.consumer(),
+                Arrays.toString(shards));
+        try {
+            while (!stopping) {
+                try {
+                    if (!ensureOwnership()) {
+                        pause(STANDBY_RETRY.toMillis());
+                        continue;
+                    }
+                    boolean worked = runBatch();
+                    errorBackoffMs = 0;
+                    if (!worked) {
+                        wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    stopping = true;
+                } catch (Throwable t) { // the loop never dies; it reconnects and goes on
+                    counters.loopErrors.increment();
+                    log.error("txoutbox-inbox {}: batch failed, reconnecting (its rows stay pending): {}", laneId,
+                            t.toString(), t);
+                    releaseConnection();
+                    errorBackoffMs = Math.min(5_000, Math.max(100, errorBackoffMs * 2));
+                    pause(errorBackoffMs);
+                }
+            }
+        } finally {
+            releaseConnection();
+            log.info("txoutbox-inbox {}: lane stopped", laneId);
+        }
+    }
+
+    // ---- ownership -------------------------------------------------------------------------------------------
+
+    private boolean ensureOwnership() throws SQLException {
+        if (owner && connection != null) {
+            return true;
+        }
+        if (connection == null) {
+            connection = dataSource.getConnection();
+            connection.setAutoCommit(true);
+            try (Statement st = connection.createStatement()) {
+                st.execute("SET plan_cache_mode = force_custom_plan");
+                st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
+            }
+        }
+        boolean locked;
+        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+            ps.setLong(1, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                locked = rs.getBoolean(1);
+            }
+        }
+        if (!locked) {
+            standby("another worker of consumer " + config.consumer() + " owns this lane");
+            releaseConnection();
+            return false;
+        }
+        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
+            ps.setLong(1, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE_COUNT, config.lanes()));
+            ps.execute();
+        }
+        List<Integer> others = new ArrayList<>();
+        try (Statement st = connection.createStatement();
+                ResultSet rs = st.executeQuery(InboxSql.otherLaneCounts(consumerHash))) {
+            while (rs.next()) {
+                if (rs.getInt(1) != config.lanes()) {
+                    others.add(rs.getInt(1));
+                }
+            }
+        }
+        if (!others.isEmpty()) {
+            log.error("txoutbox-inbox {}: another worker of consumer {} runs with lanes={} but this one has lanes={}:"
+                    + " lanes would overlap and break per-key order, so this lane waits. Give every worker of a"
+                    + " consumer the same lanes.", laneId, config.consumer(), others, config.lanes());
+            releaseConnection();
+            return false;
+        }
+        owner = true;
+        standbyReason = null;
+        counters.lanesOwned.incrementAndGet();
+        log.info("txoutbox-inbox {}: owns the lane now", laneId);
+        connection.setAutoCommit(false);
+        return true;
+    }
+
+    private void standby(String reason) {
+        if (!reason.equals(standbyReason)) {
+            log.info("txoutbox-inbox {}: standing by: {}", laneId, reason);
+            standbyReason = reason;
+        }
+    }
+
+    private void releaseConnection() {
+        Connection c = connection;
+        connection = null;
+        if (owner) {
+            owner = false;
+            counters.lanesOwned.decrementAndGet();
+        }
+        if (c == null) {
+            return;
+        }
+        try {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("SELECT pg_advisory_unlock_all()");
+                st.execute("RESET ALL");
+            }
+        } catch (SQLException e) {
+            log.debug("txoutbox-inbox {}: could not reset connection: {}", laneId, e.toString());
+        } finally {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing a broken connection
+            }
+        }
+    }
+
+    // ---- one batch -------------------------------------------------------------------------------------------
+
+    private record Failure(InboxEvent event, Throwable cause) {
+    }
+
+    /** Claims and handles one batch in one transaction; false when there was nothing to do. */
+    private boolean runBatch() throws SQLException {
+        Connection c = connection;
+        try {
+            List<InboxEvent> batch = claim(c, waitingKeys(c));
+            if (batch.isEmpty()) {
+                c.commit();
+                return false;
+            }
+            List<Long> processed = new ArrayList<>(batch.size());
+            List<Failure> failures = new ArrayList<>();
+            Set<String> failedKeys = new HashSet<>();
+            for (InboxEvent e : batch) {
+                if (e.key() != null && failedKeys.contains(e.key())) {
+                    continue; // the key waits from its failed event on; stays pending, in order
+                }
+                Throwable failure = handle(c, e);
+                if (failure == null) {
+                    processed.add(e.id());
+                } else {
+                    failures.add(new Failure(e, failure));
+                    if (e.key() != null) {
+                        failedKeys.add(e.key());
+                    }
+                }
+            }
+            if (!processed.isEmpty()) {
+                try (PreparedStatement ps = c.prepareStatement(sql.markProcessed)) {
+                    ps.setString(1, config.consumer());
+                    ps.setArray(2, c.createArrayOf("bigint", processed.toArray(new Long[0])));
+                    int marked = ps.executeUpdate();
+                    if (marked != processed.size()) {
+                        // An operator changed a row meanwhile; its handler's effects must not commit without it.
+                        throw new IllegalStateException("marked " + marked + " of " + processed.size()
+                                + " processed rows: rows changed under the lane; the batch is rolled back");
+                    }
+                }
+            }
+            long parked = 0;
+            long dead = 0;
+            if (!failures.isEmpty()) {
+                List<Long> ids = new ArrayList<>();
+                List<String> errors = new ArrayList<>();
+                List<Long> delays = new ArrayList<>();
+                List<String> states = new ArrayList<>();
+                for (Failure f : failures) {
+                    String state = plan(f, delays);
+                    ids.add(f.event.id());
+                    errors.add(HandlerFailures.describe(f.cause, MAX_ERROR_LENGTH));
+                    states.add(state);
+                    parked += state.equals("PARKED") ? 1 : 0;
+                    dead += state.equals("DEAD") ? 1 : 0;
+                }
+                try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+                    ps.setArray(1, c.createArrayOf("bigint", ids.toArray(new Long[0])));
+                    ps.setArray(2, c.createArrayOf("text", errors.toArray(new String[0])));
+                    ps.setArray(3, c.createArrayOf("bigint", delays.toArray(new Long[0])));
+                    ps.setArray(4, c.createArrayOf("text", states.toArray(new String[0])));
+                    ps.setString(5, config.consumer());
+                    ps.executeUpdate();
+                }
+            }
+            c.commit();
+            counters.batches.increment();
+            counters.processed.add(processed.size());
+            counters.failedAttempts.add(failures.size());
+            counters.parked.add(parked);
+            counters.dead.add(dead);
+            return true;
+        } catch (SQLException | RuntimeException e) {
+            rollbackQuietly(c);
+            throw e;
+        }
+    }
+
+    /** Runs the event's handler under a savepoint; returns its failure, or null. */
+    private Throwable handle(Connection c, InboxEvent e) throws SQLException {
+        InboxHandler handler = config.handlers().get(e.eventType());
+        if (handler == null) {
+            handler = config.defaultHandler();
+        }
+        if (handler == null) {
+            return new OutboxException("no handler for event type '" + e.eventType() + "' in inbox worker "
+                    + config.name() + " (consumer " + config.consumer() + "); register one with handler(type, ...)"
+                    + " or defaultHandler(...)");
+        }
+        Savepoint sp = c.setSavepoint();
+        try {
+            handler.handle(c, e);
+        } catch (Throwable t) {
+            if (t instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
+            return t;
+        }
+        c.releaseSavepoint(sp);
+        if (!isInTransaction(c)) {
+            throw new IllegalStateException("the handler for event type '" + e.eventType() + "' committed or changed"
+                    + " the auto-commit mode of the worker's connection; handlers must not");
+        }
+        return null;
+    }
+
+    private static boolean isInTransaction(Connection c) throws SQLException {
+        return !c.getAutoCommit();
+    }
+
+    /** Decides the failed event's next state and appends its delay (ms) to {@code delays}. */
+    private String plan(Failure f, List<Long> delays) {
+        InboxEvent e = f.event;
+        int attempts = e.attempts() + 1;
+        boolean permanent = config.permanentFailure().test(f.cause);
+        String error = HandlerFailures.describe(f.cause, 500);
+        if (!permanent && attempts < config.retry().maxAttempts()) {
+            long delay = config.retry().backoffAfter(attempts).toMillis();
+            log.warn("txoutbox-inbox {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
+                    e.eventId(), e.key(), attempts, config.retry().maxAttempts(), delay, error);
+            delays.add(delay);
+            return "PENDING";
+        }
+        delays.add(0L);
+        String why = permanent ? "failed permanently" : "failed " + attempts + " times";
+        if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
+            log.error("txoutbox-inbox {}: event {} {}; key {} of consumer {} is parked until an operator releases "
+                    + "it: {}", laneId, e.eventId(), why, e.key(), config.consumer(), error);
+            return "PARKED";
+        }
+        log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
+                why, e.key(), config.consumer(), error);
+        return "DEAD";
+    }
+
+    private Map<String, Long> waitingKeys(Connection c) throws SQLException {
+        Map<String, Long> keys = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
+            ps.setString(1, config.consumer());
+            ps.setArray(2, c.createArrayOf("integer", shards));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    keys.put(rs.getString(1), rs.getLong(2));
+                }
+            }
+        }
+        return keys;
+    }
+
+    private List<InboxEvent> claim(Connection c, Map<String, Long> waiting) throws SQLException {
+        String[] keys = new String[waiting.size()];
+        Long[] fromIds = new Long[waiting.size()];
+        int w = 0;
+        for (Map.Entry<String, Long> e : waiting.entrySet()) {
+            keys[w] = e.getKey();
+            fromIds[w++] = e.getValue();
+        }
+        List<InboxEvent> batch = new ArrayList<>(config.batchSize());
+        try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
+            ps.setString(1, config.consumer());
+            ps.setArray(2, c.createArrayOf("integer", shards));
+            ps.setArray(3, c.createArrayOf("text", keys));
+            ps.setArray(4, c.createArrayOf("bigint", fromIds));
+            ps.setInt(5, config.batchSize());
+            ps.setFetchSize(config.batchSize());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    long version = rs.getLong(7);
+                    Long aggregateVersion = rs.wasNull() ? null : version;
+                    int partition = rs.getInt(12);
+                    Integer sourcePartition = rs.wasNull() ? null : partition;
+                    long offset = rs.getLong(13);
+                    Long sourceOffset = rs.wasNull() ? null : offset;
+                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), (UUID) rs.getObject(2),
+                            rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion,
+                            rs.getBytes(8), headers(rs.getArray(9), rs.getArray(10)), rs.getString(11),
+                            sourcePartition, sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15)));
+                }
+            }
+        }
+        return batch;
+    }
+
+    private static Map<String, String> headers(Array names, Array values) throws SQLException {
+        String[] n = (String[]) names.getArray();
+        String[] v = (String[]) values.getArray();
+        if (n.length == 0) {
+            return Map.of();
+        }
+        Map<String, String> map = new LinkedHashMap<>();
+        for (int i = 0; i < n.length; i++) {
+            map.put(n[i], v[i]);
+        }
+        return java.util.Collections.unmodifiableMap(map);
+    }
+
+    private void pause(long ms) {
+        try {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+            while (!stopping) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return;
+                }
+                wake.tryAcquire(left, TimeUnit.NANOSECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopping = true;
+        }
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // the connection is broken; the loop reconnects
+        }
+    }
+}

@@ -1,0 +1,727 @@
+package io.txoutbox.kafka;
+
+import io.txoutbox.Inbox;
+import io.txoutbox.InboxEvent;
+import io.txoutbox.InboxHandler;
+import io.txoutbox.InboxMessage;
+import io.txoutbox.InboxWorkerConfig;
+import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.RetryPolicy;
+import io.txoutbox.internal.inbox.HandlerFailures;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Kafka consumer loop (kafka-clients) that feeds the inbox, in one of two modes:
+ * <ul>
+ *   <li>{@link Builder#storeInInbox() store}: each poll's records are written to {@code inbox_event} in one database
+ *   transaction ({@link Inbox#receive}); an {@code InboxWorker} processes them. Fast, and a slow or failing handler
+ *   never holds up the partition.</li>
+ *   <li>{@link Builder#handler(InboxHandler) handle}: each record's handler runs through {@link Inbox#once} (dedupe
+ *   row and effects in one transaction; optional version check), all records of a poll in one database transaction
+ *   with a savepoint per record. A transient failure pauses its partition and retries the record with backoff; a
+ *   permanent failure, or the last attempt, sends the record to the dead-letter topic with the reason, the original
+ *   topic/partition/offset and the exception class in headers ({@link DeadLetterHeaders}), and the partition moves
+ *   on.</li>
+ * </ul>
+ * Either way offsets are committed (synchronously) only after the database transaction committed, so a crash or a
+ * rebalance at any point redelivers records whose effects may already be committed — and the inbox's primary key or
+ * {@code processed_event} drops them. One thread polls, processes and commits, so a partition revoked in a rebalance
+ * is never in the middle of a batch. Reads {@code read_committed} by default (the relay writes in transactions).
+ *
+ * <pre>{@code
+ * KafkaInboxConsumer consumer = KafkaInboxConsumer.builder()
+ *         .bootstrapServers("kafka:9092").groupId("billing").topics("orders")
+ *         .dataSource(dataSource)
+ *         .handler((connection, event) -> charge(connection, event))
+ *         .deadLetterTopic("orders.billing.dlt")
+ *         .build().start();
+ * }</pre>
+ */
+public final class KafkaInboxConsumer implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(KafkaInboxConsumer.class);
+    private static final int MAX_ERROR_LENGTH = 1000;
+
+    public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(500);
+    public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
+            .withBackoff(Duration.ofMillis(500), Duration.ofSeconds(30));
+
+    /** Counters since start. */
+    public record Stats(long polled, long stored, long applied, long duplicates, long stale, long retries,
+            long deadLettered, long batches, long loopErrors, long commitFailures) {
+    }
+
+    private final Builder b;
+    private final Inbox inbox;
+    private final Thread thread;
+    private final AtomicBoolean started = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean stopping;
+    private KafkaConsumer<byte[], byte[]> consumer;
+    private KafkaProducer<byte[], byte[]> dltProducer;
+    /** Partitions paused for a record's retry: the offset, its failed attempts, and when it is due. */
+    private final Map<TopicPartition, RetryState> retrying = new HashMap<>();
+    private final LongAdder polled = new LongAdder();
+    private final LongAdder stored = new LongAdder();
+    private final LongAdder applied = new LongAdder();
+    private final LongAdder duplicates = new LongAdder();
+    private final LongAdder stale = new LongAdder();
+    private final LongAdder retries = new LongAdder();
+    private final LongAdder deadLettered = new LongAdder();
+    private final LongAdder batches = new LongAdder();
+    private final LongAdder loopErrors = new LongAdder();
+    private final LongAdder commitFailures = new LongAdder();
+
+    private record RetryState(long offset, int attempts, long dueNanos) {
+    }
+
+    private record Rejected(ConsumerRecord<byte[], byte[]> record, Throwable cause, int attempts) {
+    }
+
+    private KafkaInboxConsumer(Builder b) {
+        this.b = b;
+        this.inbox = Inbox.create(b.schema);
+        this.thread = new Thread(this::run, "txoutbox-kafka-inbox-" + b.name);
+        this.thread.setDaemon(true);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public KafkaInboxConsumer start() {
+        if (closed.get()) {
+            throw new OutboxException("Kafka inbox consumer " + b.name + " is closed; build a new one");
+        }
+        if (started.compareAndSet(false, true)) {
+            log.info("txoutbox-kafka-inbox {}: starting: consumer={} group={} topics={} mode={} deadLetterTopic={}",
+                    b.name, b.consumerName, b.groupId, b.topics, b.handler == null ? "store" : "handle",
+                    b.deadLetterTopic);
+            thread.start();
+        }
+        return this;
+    }
+
+    public Stats stats() {
+        return new Stats(polled.sum(), stored.sum(), applied.sum(), duplicates.sum(), stale.sum(), retries.sum(),
+                deadLettered.sum(), batches.sum(), loopErrors.sum(), commitFailures.sum());
+    }
+
+    /** Stops polling after the current batch (bounded wait), closes the Kafka clients. Idempotent. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        stopping = true;
+        KafkaConsumer<byte[], byte[]> c = consumer;
+        if (c != null) {
+            c.wakeup();
+        }
+        boolean interrupted = false;
+        if (started.get()) {
+            try {
+                thread.join(TimeUnit.SECONDS.toMillis(30));
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+            if (thread.isAlive()) {
+                log.warn("txoutbox-kafka-inbox {}: loop did not stop in time; interrupting it", b.name);
+                thread.interrupt();
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        log.info("txoutbox-kafka-inbox {}: closed; {}", b.name, stats());
+    }
+
+    // ---- the loop ---------------------------------------------------------------------------------------------
+
+    private void run() {
+        long errorBackoffMs = 0;
+        try {
+            consumer = new KafkaConsumer<>(b.consumerProperties());
+            if (b.deadLetterTopic != null) {
+                dltProducer = new KafkaProducer<>(b.producerProperties());
+            }
+            consumer.subscribe(b.topics, new Rebalance());
+            while (!stopping) {
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    resumeDuePartitions();
+                    records = consumer.poll(nextPollTimeout());
+                } catch (WakeupException e) {
+                    break;
+                } catch (Throwable t) {
+                    loopErrors.increment();
+                    log.error("txoutbox-kafka-inbox {}: poll failed: {}", b.name, t.toString(), t);
+                    errorBackoffMs = backoff(errorBackoffMs);
+                    continue;
+                }
+                if (records.isEmpty()) {
+                    continue;
+                }
+                polled.add(records.count());
+                try {
+                    if (b.handler == null) {
+                        storeBatch(records);
+                    } else {
+                        handleBatch(records);
+                    }
+                    batches.increment();
+                    errorBackoffMs = 0;
+                } catch (WakeupException e) {
+                    rewind(records);
+                    break;
+                } catch (Throwable t) { // nothing of the batch counts as done: read it again
+                    loopErrors.increment();
+                    log.error("txoutbox-kafka-inbox {}: batch of {} records failed, reading it again: {}", b.name,
+                            records.count(), t.toString(), t);
+                    rewind(records);
+                    errorBackoffMs = backoff(errorBackoffMs);
+                }
+            }
+        } catch (Throwable t) {
+            log.error("txoutbox-kafka-inbox {}: consumer loop ended by {}", b.name, t.toString(), t);
+        } finally {
+            try {
+                if (consumer != null) {
+                    consumer.close(Duration.ofSeconds(10));
+                }
+            } catch (RuntimeException e) {
+                log.warn("txoutbox-kafka-inbox {}: consumer did not close cleanly: {}", b.name, e.toString());
+            }
+            if (dltProducer != null) {
+                try {
+                    dltProducer.close(Duration.ofSeconds(10));
+                } catch (RuntimeException e) {
+                    log.warn("txoutbox-kafka-inbox {}: producer did not close cleanly: {}", b.name, e.toString());
+                }
+            }
+        }
+    }
+
+    private long backoff(long previousMs) {
+        long ms = Math.min(5_000, Math.max(100, previousMs * 2));
+        try {
+            Thread.sleep(ms); // the loop's own thread; close() interrupts if needed
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopping = true;
+        }
+        return ms;
+    }
+
+    /** Positions every partition of the batch back to its first record, so the batch is read again. */
+    private void rewind(ConsumerRecords<byte[], byte[]> records) {
+        for (TopicPartition p : records.partitions()) {
+            try {
+                consumer.seek(p, records.records(p).get(0).offset());
+            } catch (RuntimeException e) {
+                // no longer assigned: its new owner starts from the committed offset
+            }
+        }
+    }
+
+    private Duration nextPollTimeout() {
+        Duration timeout = b.pollTimeout;
+        long now = System.nanoTime();
+        for (RetryState s : retrying.values()) {
+            long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(s.dueNanos - now));
+            if (left < timeout.toMillis()) {
+                timeout = Duration.ofMillis(left);
+            }
+        }
+        return timeout;
+    }
+
+    private void resumeDuePartitions() {
+        long now = System.nanoTime();
+        List<TopicPartition> due = new ArrayList<>();
+        for (Map.Entry<TopicPartition, RetryState> e : retrying.entrySet()) {
+            if (e.getValue().dueNanos - now <= 0 && consumer.paused().contains(e.getKey())) {
+                due.add(e.getKey());
+            }
+        }
+        if (!due.isEmpty()) {
+            consumer.resume(due);
+        }
+    }
+
+    private final class Rebalance implements ConsumerRebalanceListener {
+        // Called inside poll() on the loop thread: no batch is in progress, its offsets are already committed.
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            partitions.forEach(retrying::remove);
+            log.info("txoutbox-kafka-inbox {}: partitions revoked: {}", b.name, partitions);
+        }
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            log.info("txoutbox-kafka-inbox {}: partitions assigned: {}", b.name, partitions);
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            partitions.forEach(retrying::remove);
+            log.warn("txoutbox-kafka-inbox {}: partitions lost: {}", b.name, partitions);
+        }
+    }
+
+    // ---- store mode -------------------------------------------------------------------------------------------
+
+    private void storeBatch(ConsumerRecords<byte[], byte[]> records) throws Exception {
+        List<InboxMessage> messages = new ArrayList<>(records.count());
+        List<Rejected> rejected = new ArrayList<>();
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        for (TopicPartition p : records.partitions()) {
+            for (ConsumerRecord<byte[], byte[]> r : records.records(p)) {
+                try {
+                    messages.add(toMessage(r));
+                } catch (RuntimeException e) {
+                    rejected.add(new Rejected(r, e, 1));
+                }
+                offsets.put(p, new OffsetAndMetadata(r.offset() + 1));
+            }
+        }
+        try (Connection c = b.dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                stored.add(inbox.receive(c, b.consumerName, messages));
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            }
+        }
+        deadLetter(rejected);
+        commit(offsets);
+        if (b.afterStore != null) {
+            b.afterStore.run();
+        }
+    }
+
+    // ---- handle mode ------------------------------------------------------------------------------------------
+
+    private void handleBatch(ConsumerRecords<byte[], byte[]> records) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        List<Rejected> rejected = new ArrayList<>();
+        Map<TopicPartition, RetryState> toRetry = new HashMap<>();
+        long appliedNow = 0;
+        long duplicatesNow = 0;
+        long staleNow = 0;
+        try (Connection c = b.dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                for (TopicPartition p : records.partitions()) {
+                    for (ConsumerRecord<byte[], byte[]> r : records.records(p)) {
+                        Inbox.Outcome outcome = null;
+                        Throwable failure = null;
+                        Savepoint sp = c.setSavepoint();
+                        try {
+                            InboxMessage m = toMessage(r);
+                            InboxEvent event = toEvent(m, r);
+                            Inbox.AggregateVersion version = b.checkVersions && m.aggregateType() != null
+                                    && m.aggregateId() != null && m.aggregateVersion() != null
+                                    ? Inbox.version(m.aggregateType(), m.aggregateId(), m.aggregateVersion()) : null;
+                            outcome = inbox.once(c, b.consumerName, m.eventId(), version,
+                                    conn -> b.handler.handle(conn, event));
+                            c.releaseSavepoint(sp);
+                        } catch (Throwable t) {
+                            c.rollback(sp); // a broken connection throws here: the whole batch is read again
+                            failure = t;
+                        }
+                        if (failure == null) {
+                            switch (outcome) {
+                                case APPLIED -> appliedNow++;
+                                case DUPLICATE -> duplicatesNow++;
+                                case STALE_VERSION -> staleNow++;
+                            }
+                            offsets.put(p, new OffsetAndMetadata(r.offset() + 1));
+                            continue;
+                        }
+                        RetryState previous = retrying.get(p);
+                        int attempts = (previous != null && previous.offset == r.offset() ? previous.attempts : 0) + 1;
+                        boolean permanent = b.permanentFailure.test(failure);
+                        if (permanent || attempts >= b.retry.maxAttempts()) {
+                            log.error("txoutbox-kafka-inbox {}: record {}-{}@{} {}; to the dead-letter topic {}: {}",
+                                    b.name, r.topic(), r.partition(), r.offset(),
+                                    permanent ? "failed permanently" : "failed " + attempts + " times",
+                                    b.deadLetterTopic, failure.toString());
+                            rejected.add(new Rejected(r, failure, attempts));
+                            offsets.put(p, new OffsetAndMetadata(r.offset() + 1));
+                            continue;
+                        }
+                        long delay = b.retry.backoffAfter(attempts).toMillis();
+                        log.warn("txoutbox-kafka-inbox {}: record {}-{}@{} failed, attempt {} of {}, partition paused"
+                                + " {} ms: {}", b.name, r.topic(), r.partition(), r.offset(), attempts,
+                                b.retry.maxAttempts(), delay, failure.toString());
+                        toRetry.put(p, new RetryState(r.offset(), attempts,
+                                System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay)));
+                        break; // the rest of this partition waits behind the failed record
+                    }
+                }
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            }
+        }
+        applied.add(appliedNow);
+        duplicates.add(duplicatesNow);
+        stale.add(staleNow);
+        for (TopicPartition p : records.partitions()) {
+            if (!toRetry.containsKey(p)) {
+                retrying.remove(p);
+            }
+        }
+        deadLetter(rejected);
+        for (Map.Entry<TopicPartition, RetryState> e : toRetry.entrySet()) {
+            retries.increment();
+            retrying.put(e.getKey(), e.getValue());
+            consumer.seek(e.getKey(), e.getValue().offset);
+            consumer.pause(List.of(e.getKey()));
+        }
+        commit(offsets);
+    }
+
+    // ---- shared -----------------------------------------------------------------------------------------------
+
+    private void commit(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        if (offsets.isEmpty()) {
+            return;
+        }
+        try {
+            consumer.commitSync(offsets);
+        } catch (CommitFailedException | org.apache.kafka.common.errors.RebalanceInProgressException e) {
+            // The group moved on: the new owner reads these records again and the inbox drops them as duplicates.
+            commitFailures.increment();
+            log.warn("txoutbox-kafka-inbox {}: offset commit refused after a rebalance ({}); the records are "
+                    + "committed in the database and will be deduplicated when redelivered", b.name, e.toString());
+        }
+    }
+
+    /** Sends rejected records to the dead-letter topic and waits for the acks; without one, logs them. */
+    private void deadLetter(List<Rejected> rejected) throws Exception {
+        if (rejected.isEmpty()) {
+            return;
+        }
+        if (dltProducer == null) {
+            for (Rejected x : rejected) {
+                log.error("txoutbox-kafka-inbox {}: record {}-{}@{} skipped (no dead-letter topic configured): {}",
+                        b.name, x.record.topic(), x.record.partition(), x.record.offset(), x.cause.toString());
+            }
+            deadLettered.add(rejected.size());
+            return;
+        }
+        List<java.util.concurrent.Future<RecordMetadata>> acks = new ArrayList<>();
+        for (Rejected x : rejected) {
+            ConsumerRecord<byte[], byte[]> r = x.record;
+            RecordHeaders headers = new RecordHeaders();
+            for (Header h : r.headers()) {
+                if (!h.key().startsWith("dlt-")) {
+                    headers.add(h);
+                }
+            }
+            headers.add(DeadLetterHeaders.REASON, utf8(truncate(String.valueOf(x.cause.getMessage()))));
+            headers.add(DeadLetterHeaders.EXCEPTION, utf8(x.cause.getClass().getName()));
+            headers.add(DeadLetterHeaders.ORIGINAL_TOPIC, utf8(r.topic()));
+            headers.add(DeadLetterHeaders.ORIGINAL_PARTITION, utf8(Integer.toString(r.partition())));
+            headers.add(DeadLetterHeaders.ORIGINAL_OFFSET, utf8(Long.toString(r.offset())));
+            headers.add(DeadLetterHeaders.ATTEMPTS, utf8(Integer.toString(x.attempts)));
+            headers.add(DeadLetterHeaders.CONSUMER, utf8(b.consumerName));
+            acks.add(dltProducer.send(new ProducerRecord<>(b.deadLetterTopic, null, r.key(), r.value(), headers)));
+        }
+        dltProducer.flush();
+        for (java.util.concurrent.Future<RecordMetadata> f : acks) {
+            f.get(b.sendTimeout.toMillis(), TimeUnit.MILLISECONDS); // a failure reads the batch again
+        }
+        deadLettered.add(rejected.size());
+    }
+
+    private InboxMessage toMessage(ConsumerRecord<byte[], byte[]> r) {
+        UUID eventId = Objects.requireNonNull(b.eventIds.apply(r), "eventIds returned null");
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (Header h : r.headers()) {
+            headers.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
+        }
+        Long version = null;
+        String v = headers.get(KafkaHeaders.AGGREGATE_VERSION);
+        if (v != null) {
+            try {
+                version = Long.parseLong(v);
+            } catch (NumberFormatException e) {
+                throw new OutboxException("record " + r.topic() + "-" + r.partition() + "@" + r.offset() + " has an '"
+                        + KafkaHeaders.AGGREGATE_VERSION + "' header that is not a number", e);
+            }
+        }
+        return InboxMessage.builder(eventId)
+                .key(r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8))
+                .eventType(headers.get(KafkaHeaders.EVENT_TYPE))
+                .aggregate(headers.get(KafkaHeaders.AGGREGATE_TYPE), headers.get(KafkaHeaders.AGGREGATE_ID), version)
+                .payload(r.value()).headers(headers).source(r.topic(), r.partition(), r.offset()).build();
+    }
+
+    private InboxEvent toEvent(InboxMessage m, ConsumerRecord<byte[], byte[]> r) {
+        RetryState s = retrying.get(new TopicPartition(r.topic(), r.partition()));
+        int attempts = s != null && s.offset == r.offset() ? s.attempts : 0;
+        return new InboxEvent(0, b.consumerName, m.eventId(), m.key(), m.eventType(), m.aggregateType(),
+                m.aggregateId(), m.aggregateVersion(), m.payload(), m.headers(), r.topic(), r.partition(), r.offset(),
+                Instant.ofEpochMilli(r.timestamp()), attempts);
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String truncate(String s) {
+        return s.length() <= MAX_ERROR_LENGTH ? s : s.substring(0, MAX_ERROR_LENGTH) + "…";
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // broken connection: nothing committed
+        }
+    }
+
+    // ---- builder ----------------------------------------------------------------------------------------------
+
+    /** Validating builder; {@link #build()} fails fast and names the property at fault. */
+    public static final class Builder {
+        private final Map<String, Object> properties = new HashMap<>();
+        private List<String> topics = List.of();
+        private String groupId;
+        private String consumerName;
+        private String name = "inbox";
+        private DataSource dataSource;
+        private OutboxSchema schema = OutboxSchema.defaults();
+        private InboxHandler handler;
+        private boolean store;
+        private Runnable afterStore;
+        private Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds = EventIds.fromHeaderOrCoordinates();
+        private boolean checkVersions;
+        private RetryPolicy retry = DEFAULT_RETRY;
+        private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
+        private String deadLetterTopic;
+        private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
+        private Duration sendTimeout = Duration.ofSeconds(30);
+
+        private Builder() {
+        }
+
+        public Builder bootstrapServers(String servers) {
+            return property(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, servers);
+        }
+
+        /** Any consumer property (TLS, SASL, max.poll.records, …); also given to the dead-letter producer. */
+        public Builder property(String key, Object value) {
+            properties.put(Objects.requireNonNull(key, "key"), value);
+            return this;
+        }
+
+        public Builder groupId(String groupId) {
+            this.groupId = groupId;
+            return this;
+        }
+
+        public Builder topics(String... topics) {
+            this.topics = List.of(topics);
+            return this;
+        }
+
+        /** The inbox consumer name (dedupe scope), default the group id. */
+        public Builder consumerName(String consumerName) {
+            this.consumerName = consumerName;
+            return this;
+        }
+
+        /** Names the loop in logs and its thread. */
+        public Builder name(String name) {
+            this.name = name;
+            return this;
+        }
+
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = dataSource;
+            return this;
+        }
+
+        public Builder schema(OutboxSchema schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        /** Store mode: write records to {@code inbox_event} for an {@code InboxWorker}. */
+        public Builder storeInInbox() {
+            this.store = true;
+            return this;
+        }
+
+        /** Store mode: called after each stored batch committed, e.g. {@code worker::nudge}. */
+        public Builder afterStore(Runnable afterStore) {
+            this.afterStore = afterStore;
+            return this;
+        }
+
+        /** Handle mode: run this handler once per event ({@link Inbox#once}). Needs a dead-letter topic. */
+        public Builder handler(InboxHandler handler) {
+            this.handler = handler;
+            return this;
+        }
+
+        /** How to get a record's event id; default {@link EventIds#fromHeaderOrCoordinates()}. */
+        public Builder eventIds(Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds) {
+            this.eventIds = eventIds;
+            return this;
+        }
+
+        /** Handle mode: skip (and count) records whose aggregate version is not above the applied one. */
+        public Builder checkVersions(boolean checkVersions) {
+            this.checkVersions = checkVersions;
+            return this;
+        }
+
+        /** Handle mode: attempts and backoff of a record's transient failures (its partition pauses meanwhile). */
+        public Builder retry(RetryPolicy retry) {
+            this.retry = retry;
+            return this;
+        }
+
+        public Builder permanentFailure(Predicate<Throwable> permanentFailure) {
+            this.permanentFailure = permanentFailure;
+            return this;
+        }
+
+        public Builder deadLetterTopic(String deadLetterTopic) {
+            this.deadLetterTopic = deadLetterTopic;
+            return this;
+        }
+
+        public Builder pollTimeout(Duration pollTimeout) {
+            this.pollTimeout = pollTimeout;
+            return this;
+        }
+
+        public KafkaInboxConsumer build() {
+            Object bootstrap = properties.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG);
+            if (bootstrap == null || String.valueOf(bootstrap).isBlank()) {
+                throw new InvalidConfigurationException("kafkaInbox.bootstrapServers is required");
+            }
+            if (groupId == null || groupId.isBlank()) {
+                throw new InvalidConfigurationException("kafkaInbox.groupId is required: offsets are committed per "
+                        + "group");
+            }
+            if (topics.isEmpty()) {
+                throw new InvalidConfigurationException("kafkaInbox.topics must name at least one topic");
+            }
+            if (consumerName == null) {
+                consumerName = groupId;
+            }
+            InboxWorkerConfig.requireConsumer("kafkaInbox.consumerName", consumerName);
+            if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
+                throw new InvalidConfigurationException(
+                        "kafkaInbox.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
+            }
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("kafkaInbox.dataSource is required");
+            }
+            Objects.requireNonNull(schema, "kafkaInbox.schema");
+            Objects.requireNonNull(retry, "kafkaInbox.retry");
+            Objects.requireNonNull(eventIds, "kafkaInbox.eventIds");
+            Objects.requireNonNull(permanentFailure, "kafkaInbox.permanentFailure");
+            if (store == (handler != null)) {
+                throw new InvalidConfigurationException("kafkaInbox needs exactly one mode: storeInInbox() or "
+                        + "handler(...)");
+            }
+            if (handler != null && deadLetterTopic == null) {
+                throw new InvalidConfigurationException("kafkaInbox.deadLetterTopic is required with handler(...): "
+                        + "records that fail permanently or run out of attempts go there");
+            }
+            if (deadLetterTopic != null && !deadLetterTopic.matches("[a-zA-Z0-9._-]{1,249}")) {
+                throw new InvalidConfigurationException("kafkaInbox.deadLetterTopic '" + deadLetterTopic
+                        + "' is not a valid Kafka topic name");
+            }
+            if (pollTimeout == null || pollTimeout.isNegative() || pollTimeout.isZero()) {
+                throw new InvalidConfigurationException("kafkaInbox.pollTimeout must be > 0, was " + pollTimeout);
+            }
+            Object autoCommit = properties.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
+            if (autoCommit != null && Boolean.parseBoolean(String.valueOf(autoCommit))) {
+                throw new InvalidConfigurationException("kafkaInbox: enable.auto.commit=true is refused: offsets "
+                        + "must be committed only after the database commit");
+            }
+            return new KafkaInboxConsumer(this);
+        }
+
+        Properties consumerProperties() {
+            Properties p = new Properties();
+            p.putAll(properties);
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+            p.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+            p.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            p.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-" + name);
+            p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            return p;
+        }
+
+        Properties producerProperties() {
+            Properties p = new Properties();
+            for (Map.Entry<String, Object> e : properties.entrySet()) {
+                if (ProducerConfig.configNames().contains(e.getKey())) {
+                    p.put(e.getKey(), e.getValue());
+                }
+            }
+            p.put(ProducerConfig.ACKS_CONFIG, "all");
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+            p.put(ProducerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-dlt-" + name);
+            p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            return p;
+        }
+    }
+}
