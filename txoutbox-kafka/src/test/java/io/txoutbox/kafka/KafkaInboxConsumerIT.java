@@ -126,7 +126,7 @@ class KafkaInboxConsumerIT {
                     .groupId(group).consumerName(consumer).topics(topic).dataSource(postgres.database().dataSource())
                     .schema(schema).handler(handler).retry(fast).deadLetterTopic(dlt)
                     .pollTimeout(Duration.ofMillis(100)).build().start()) {
-                await().atMost(AWAIT).until(() -> c.stats().polled() == 2L * events);
+                await().atMost(AWAIT).until(() -> c.stats().polled() >= 2L * events);
                 await().atMost(AWAIT).until(() -> c.stats().applied() + c.stats().duplicates()
                         + c.stats().deadLettered() == 2L * events);
                 if (group.equals(consumer)) {
@@ -181,7 +181,7 @@ class KafkaInboxConsumerIT {
                         .groupId(group).consumerName(consumer).topics(topic)
                         .dataSource(postgres.database().dataSource()).schema(schema).storeInInbox()
                         .afterStore(worker::nudge).pollTimeout(Duration.ofMillis(100)).build().start()) {
-                    await().atMost(AWAIT).until(() -> c.stats().polled() == 2L * events + 1);
+                    await().atMost(AWAIT).until(() -> c.stats().polled() >= 2L * events + 1);
                     await().atMost(AWAIT).until(() -> c.stats().batches() > 0 && postgres.database().queryLong(
                             "SELECT count(*) FROM inbox_event WHERE consumer = '" + consumer + "'") == events + 1);
                     if (!group.equals(consumer)) {

@@ -33,16 +33,30 @@ final class ReadBack {
             }
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);
-            Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
             List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
             long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-            while (partitions.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
+            // The last stable offset moves only when the commit markers are written, which happens just after
+            // commitTransaction returns: read until the end offsets stayed put for a moment and were reached.
+            long stableSince = 0;
+            Map<TopicPartition, Long> lastEnd = Map.of();
+            while (true) {
+                Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+                boolean reached = partitions.stream().allMatch(tp -> consumer.position(tp) >= end.get(tp));
+                if (reached && end.equals(lastEnd)) {
+                    if (stableSince == 0) {
+                        stableSince = System.nanoTime();
+                    } else if (System.nanoTime() - stableSince > Duration.ofMillis(500).toNanos()) {
+                        return records;
+                    }
+                } else {
+                    stableSince = 0;
+                }
+                lastEnd = end;
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("could not read " + topic + " up to " + end + " within 20 s");
                 }
-                consumer.poll(Duration.ofMillis(200)).forEach(records::add);
+                consumer.poll(Duration.ofMillis(100)).forEach(records::add);
             }
-            return records;
         }
     }
 
