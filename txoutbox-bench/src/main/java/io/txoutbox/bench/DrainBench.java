@@ -52,7 +52,8 @@ final class DrainBench implements Callable<Integer> {
     int rounds;
 
     @Option(names = "--relay", split = ",", defaultValue = "2x500,1x500,2x2000,1x2000",
-            description = "relay contenders as LANESxBATCH (default ${DEFAULT-VALUE})")
+            description = "relay contenders as LANESxBATCH, or INSTANCESxLANESxBATCH for several relay instances "
+                    + "sharing the lanes (default ${DEFAULT-VALUE})")
     List<String> relayConfigs;
 
     @Option(names = "--naive-events", defaultValue = "2000",
@@ -103,7 +104,9 @@ final class DrainBench implements Callable<Integer> {
         List<Contender> contenders = new ArrayList<>();
         for (String rc : relayConfigs) {
             String[] p = rc.trim().toLowerCase().split("x");
-            contenders.add(new RelayContender(Integer.parseInt(p[0]), Integer.parseInt(p[1])));
+            contenders.add(p.length == 3
+                    ? new RelayContender(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]))
+                    : new RelayContender(1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
         }
         if (!noRaw) {
             contenders.add(new RawContender());
@@ -221,17 +224,20 @@ final class DrainBench implements Callable<Integer> {
 
     /** txoutbox's PollingRelay with the Kafka transport. */
     private final class RelayContender implements Contender {
+        private final int instances;
         private final int lanes;
         private final int batchSize;
 
-        RelayContender(int lanes, int batchSize) {
+        RelayContender(int instances, int lanes, int batchSize) {
+            this.instances = instances;
             this.lanes = lanes;
             this.batchSize = batchSize;
         }
 
         @Override
         public String name() {
-            return "relay lanes=" + lanes + " batch=" + batchSize;
+            return "relay " + (instances > 1 ? "instances=" + instances + " " : "") + "lanes=" + lanes + " batch="
+                    + batchSize;
         }
 
         @Override
@@ -241,27 +247,39 @@ final class DrainBench implements Callable<Integer> {
             OutboxSchema schema = Backlog.createSchema(env, "bench_" + id);
             TimedTransport timed = new TimedTransport(
                     KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common)));
-            PollingRelay relay = PollingRelay.builder().dataSource(env.dataSource()).transport(timed)
-                    .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
-                    .build().start();
+            // instances of one relay group: the same name, each with its own transport (as separate processes)
+            List<PollingRelay> group = new ArrayList<>();
+            for (int i = 0; i < instances; i++) {
+                group.add(PollingRelay.builder().dataSource(env.dataSource())
+                        .transport(i == 0 ? timed : KafkaTransports.create(env.bootstrapServers(),
+                                ProducerSettings.effective(common)))
+                        .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
+                        .build().start());
+            }
+            PollingRelay relay = group.get(0);
             try (CommittedReader reader = new CommittedReader(env.bootstrapServers(), topic, null)) {
-                RelayWarmUp.run(env, relay, schema, gen, topic + "-warm");
+                long spread = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (!shared(group) && System.nanoTime() < spread) {
+                    Thread.sleep(50); // membership settles within a couple of seconds
+                }
+                RelayWarmUp.run(env, group, schema, gen, topic + "-warm");
                 reader.awaitReady();
                 Backlog.Written w = Backlog.write(env, schema, gen, topic, events);
                 timed.reset();
-                long batches0 = relay.stats().batches();
+                long batches0 = batches(group);
                 String lsn0 = env.walLsn();
                 long t0 = System.nanoTime();
-                relay.nudge();
+                group.forEach(PollingRelay::nudge);
                 long deadline = t0 + timeout(events).toNanos();
-                while (relay.stats().published() < RelayWarmUp.EVENTS + events) {
+                while (RelayWarmUp.published(group) < RelayWarmUp.EVENTS + events) {
                     if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("relay published " + relay.stats() + " of " + events);
+                        throw new IllegalStateException("relay published " + RelayWarmUp.published(group) + " of "
+                                + events);
                     }
                     Thread.sleep(0, 500_000);
                 }
                 long tMarked = System.nanoTime();
-                long batches = relay.stats().batches() - batches0;
+                long batches = batches(group) - batches0;
                 Anatomy anatomy = new Anatomy(batches, (tMarked - t0) / 1e6 * lanes / batches, timed.meanMillis(),
                         timed.maxMillis());
                 long tRead = reader.awaitCount(events, timeout(events));
@@ -276,12 +294,32 @@ final class DrainBench implements Callable<Integer> {
                 return new Result(events, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), reader.reachedEndOffsets(),
                         Backlog.notPublished(env, schema), anatomy);
             } finally {
-                relay.close();
+                group.forEach(PollingRelay::close);
                 Backlog.dropSchema(env, schema);
                 env.deleteTopic(topic);
                 env.deleteTopic(topic + "-warm");
             }
         }
+    }
+
+    /** Every lane owned, and by every instance its share. */
+    private static boolean shared(List<PollingRelay> group) {
+        int owned = 0;
+        for (PollingRelay r : group) {
+            if (r.stats().lanesOwned() == 0) {
+                return false;
+            }
+            owned += r.stats().lanesOwned();
+        }
+        return owned == group.get(0).config().lanes();
+    }
+
+    private static long batches(List<PollingRelay> group) {
+        long sum = 0;
+        for (PollingRelay r : group) {
+            sum += r.stats().batches();
+        }
+        return sum;
     }
 
     /** A plain idempotent producer sending the same records as fast as it can: the transport's ceiling. */

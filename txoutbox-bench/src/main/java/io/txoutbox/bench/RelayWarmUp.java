@@ -24,8 +24,14 @@ final class RelayWarmUp {
     /** Publishes {@link #EVENTS} events with distinct keys to {@code warmTopic} and waits until all are published. */
     static void run(BenchEnv env, PollingRelay relay, OutboxSchema schema, Events gen, String warmTopic)
             throws Exception {
+        run(env, List.of(relay), schema, gen, warmTopic);
+    }
+
+    /** The same for several instances of one relay: all of them together publish the warm-up events. */
+    static void run(BenchEnv env, List<PollingRelay> relays, OutboxSchema schema, Events gen, String warmTopic)
+            throws Exception {
         env.createTopic(warmTopic, Map.of());
-        long before = relay.stats().published();
+        long before = published(relays);
         Outbox outbox = Outbox.builder().schema(schema).build();
         try (Connection c = env.dataSource().getConnection()) {
             c.setAutoCommit(false);
@@ -37,13 +43,21 @@ final class RelayWarmUp {
             outbox.publish(c, ms);
             c.commit();
         }
-        relay.nudge();
+        relays.forEach(PollingRelay::nudge);
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-        while (relay.stats().published() < before + EVENTS) {
+        while (published(relays) < before + EVENTS) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("warm-up not published after 120 s: " + relay.stats());
+                throw new IllegalStateException("warm-up not published after 120 s: " + published(relays));
             }
             Thread.sleep(5);
         }
+    }
+
+    static long published(List<PollingRelay> relays) {
+        long sum = 0;
+        for (PollingRelay r : relays) {
+            sum += r.stats().published();
+        }
+        return sum;
     }
 }
