@@ -137,7 +137,7 @@ public final class DefaultOutbox implements Outbox {
             throw new InvalidMessageException("headers of event " + m.eventId() + " are " + headerBytes
                     + " bytes, over the limit of " + config.maxHeaderBytes() + " (outbox.maxHeaderBytes)");
         }
-        return new Row(m, json, bytes, Utf8.jsonObject(m.headers()));
+        return new Row(m, json, bytes, JsonHeaders.write(m.headers()));
     }
 
     private Payload serialize(OutboxMessage m, Object value) {

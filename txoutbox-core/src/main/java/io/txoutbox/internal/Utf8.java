@@ -1,8 +1,6 @@
 package io.txoutbox.internal;
 
-import java.util.Map;
-
-/** UTF-8 sizes without encoding, and the small JSON writer for header maps. */
+/** UTF-8 sizes without encoding. */
 final class Utf8 {
 
     private Utf8() {
@@ -25,37 +23,5 @@ final class Utf8 {
             }
         }
         return n;
-    }
-
-    /** A JSON object of string values; names and values hold no control characters (checked before). */
-    static String jsonObject(Map<String, String> map) {
-        if (map.isEmpty()) {
-            return "{}";
-        }
-        StringBuilder b = new StringBuilder(64);
-        b.append('{');
-        boolean first = true;
-        for (Map.Entry<String, String> e : map.entrySet()) {
-            if (!first) {
-                b.append(',');
-            }
-            first = false;
-            string(b, e.getKey());
-            b.append(':');
-            string(b, e.getValue());
-        }
-        return b.append('}').toString();
-    }
-
-    private static void string(StringBuilder b, String s) {
-        b.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == '"' || c == '\\') {
-                b.append('\\');
-            }
-            b.append(c);
-        }
-        b.append('"');
     }
 }

@@ -6,6 +6,7 @@ import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.JsonHeaders;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -5,6 +5,7 @@ import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
+import io.txoutbox.internal.LaneLock;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -135,36 +136,19 @@ final class WorkerLane implements Runnable {
                 st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
             }
         }
-        boolean locked;
-        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-            ps.setLong(1, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index));
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                locked = rs.getBoolean(1);
-            }
-        }
-        if (!locked) {
+        LaneLock.Result lock = LaneLock.tryAcquire(connection,
+                InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index),
+                InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE_COUNT, config.lanes()),
+                InboxSql.otherLaneCounts(consumerHash), config.lanes());
+        if (lock.outcome() == LaneLock.Outcome.TAKEN) {
             standby("another worker of consumer " + config.consumer() + " owns this lane");
             releaseConnection();
             return false;
         }
-        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
-            ps.setLong(1, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE_COUNT, config.lanes()));
-            ps.execute();
-        }
-        List<Integer> others = new ArrayList<>();
-        try (Statement st = connection.createStatement();
-                ResultSet rs = st.executeQuery(InboxSql.otherLaneCounts(consumerHash))) {
-            while (rs.next()) {
-                if (rs.getInt(1) != config.lanes()) {
-                    others.add(rs.getInt(1));
-                }
-            }
-        }
-        if (!others.isEmpty()) {
+        if (lock.outcome() == LaneLock.Outcome.LANE_COUNT_CONFLICT) {
             log.error("txoutbox-inbox {}: another worker of consumer {} runs with lanes={} but this one has lanes={}:"
                     + " lanes would overlap and break per-key order, so this lane waits. Give every worker of a"
-                    + " consumer the same lanes.", laneId, config.consumer(), others, config.lanes());
+                    + " consumer the same lanes.", laneId, config.consumer(), lock.otherLaneCounts(), config.lanes());
             releaseConnection();
             return false;
         }

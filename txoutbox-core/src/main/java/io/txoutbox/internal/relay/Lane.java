@@ -2,12 +2,12 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
 import java.nio.charset.StandardCharsets;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -16,10 +16,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -222,36 +220,19 @@ final class Lane implements Runnable {
                 connection.setAutoCommit(true);
                 LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
             }
-            boolean locked;
-            try (PreparedStatement ps = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-                ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE, index));
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    locked = rs.getBoolean(1);
-                }
-            }
-            if (!locked) {
+            LaneLock.Result lock = LaneLock.tryAcquire(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
+                    sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()), sql.otherLaneCounts(),
+                    config.lanes());
+            if (lock.outcome() == LaneLock.Outcome.TAKEN) {
                 standby("another relay instance owns this lane");
                 releaseConnection(); // a standby holds no connection between tries
                 return false;
             }
-            try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
-                ps.setLong(1, sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()));
-                ps.execute();
-            }
-            List<Integer> others = new ArrayList<>();
-            try (Statement st = connection.createStatement();
-                    ResultSet rs = st.executeQuery(sql.otherLaneCounts())) {
-                while (rs.next()) {
-                    if (rs.getInt(1) != config.lanes()) {
-                        others.add(rs.getInt(1));
-                    }
-                }
-            }
-            if (!others.isEmpty()) {
+            if (lock.outcome() == LaneLock.Outcome.LANE_COUNT_CONFLICT) {
                 log.error("txoutbox-relay {}: another relay instance works {} with relay.lanes={} but this one has "
                         + "relay.lanes={}: lanes would overlap and break per-key order, so this lane waits. Give "
-                        + "every instance the same relay.lanes.", laneId, config.schema(), others, config.lanes());
+                        + "every instance the same relay.lanes.", laneId, config.schema(), lock.otherLaneCounts(),
+                        config.lanes());
                 releaseConnection();
                 return false;
             }

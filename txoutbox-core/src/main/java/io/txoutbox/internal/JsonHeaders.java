@@ -1,14 +1,17 @@
-package io.txoutbox.internal.inbox;
+package io.txoutbox.internal;
 
 import java.util.Map;
 
-/** Writes a header map as a JSON object of strings acceptable to {@code jsonb} (NUL becomes U+FFFD). */
-final class JsonHeaders {
+/**
+ * Writes a header map as a JSON object of strings acceptable to {@code jsonb} (NUL becomes U+FFFD): the outbox
+ * writer's validated headers and the inbox's headers from foreign producers alike.
+ */
+public final class JsonHeaders {
 
     private JsonHeaders() {
     }
 
-    static String write(Map<String, String> headers) {
+    public static String write(Map<String, String> headers) {
         if (headers == null || headers.isEmpty()) {
             return "{}";
         }
