@@ -64,11 +64,11 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     @Override
     public boolean tryReserve() {
         while (true) {
-            int owned = counters.lanesOwned.get();
+            int owned = counters.lanesReserved.get();
             if (owned >= membership.fairShare()) {
                 return false;
             }
-            if (counters.lanesOwned.compareAndSet(owned, owned + 1)) {
+            if (counters.lanesReserved.compareAndSet(owned, owned + 1)) {
                 return true;
             }
         }
@@ -76,12 +76,12 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
 
     @Override
     public void unreserve() {
-        counters.lanesOwned.decrementAndGet();
+        counters.lanesReserved.decrementAndGet();
     }
 
     @Override
     public boolean mustRelease(int laneIndex) {
-        int surplus = counters.lanesOwned.get() - membership.fairShare();
+        int surplus = counters.lanesReserved.get() - membership.fairShare();
         if (surplus <= 0) {
             return false;
         }
@@ -128,8 +128,19 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     @Override
     public RelayStats stats() {
         return new RelayStats(counters.published.sum(), counters.failedAttempts.sum(), counters.parked.sum(),
-                counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), counters.lanesOwned.get(),
+                counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), ownedLanes(),
                 counters.fencedMarks.sum());
+    }
+
+    /** Lanes whose lock this instance holds now; reservations still trying a lock do not count. */
+    private int ownedLanes() {
+        int n = 0;
+        for (Lane lane : lanes) {
+            if (lane.isOwner()) {
+                n++;
+            }
+        }
+        return n;
     }
 
     @Override

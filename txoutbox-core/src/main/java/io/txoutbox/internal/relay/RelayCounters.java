@@ -16,5 +16,6 @@ final class RelayCounters {
     final LongAdder loopErrors = new LongAdder();
     final LongAdder contractBreaks = new LongAdder();
     final LongAdder fencedMarks = new LongAdder();
-    final AtomicInteger lanesOwned = new AtomicInteger();
+    /** Lanes owned plus lanes reserved by a lane that is trying its lock: the fair-share budget in use. */
+    final AtomicInteger lanesReserved = new AtomicInteger();
 }
