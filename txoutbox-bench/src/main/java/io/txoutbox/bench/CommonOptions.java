@@ -31,6 +31,10 @@ final class CommonOptions {
     @Option(names = "--payload-bytes", defaultValue = "300", description = "JSON payload size (default ${DEFAULT-VALUE})")
     int payloadBytes;
 
+    @Option(names = "--mode", defaultValue = "TRANSACTIONAL",
+            description = "KafkaTransport mode: TRANSACTIONAL or IDEMPOTENT (default ${DEFAULT-VALUE})")
+    io.txoutbox.kafka.KafkaTransport.Mode mode;
+
     @Option(names = "--producer-property", description = "producer property k=v for all contenders (repeatable)")
     Map<String, String> producerProperties = new LinkedHashMap<>();
 }

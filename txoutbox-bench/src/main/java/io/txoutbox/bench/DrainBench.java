@@ -246,13 +246,13 @@ final class DrainBench implements Callable<Integer> {
             env.createTopic(topic, Map.of());
             OutboxSchema schema = Backlog.createSchema(env, "bench_" + id);
             TimedTransport timed = new TimedTransport(
-                    KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common)));
+                    KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common), common));
             // instances of one relay group: the same name, each with its own transport (as separate processes)
             List<PollingRelay> group = new ArrayList<>();
             for (int i = 0; i < instances; i++) {
                 group.add(PollingRelay.builder().dataSource(env.dataSource())
                         .transport(i == 0 ? timed : KafkaTransports.create(env.bootstrapServers(),
-                                ProducerSettings.effective(common)))
+                                ProducerSettings.effective(common), common))
                         .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
                         .build().start());
             }

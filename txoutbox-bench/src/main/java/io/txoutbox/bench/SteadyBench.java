@@ -73,7 +73,7 @@ final class SteadyBench implements Callable<Integer> {
             List<String> out = new ArrayList<>();
             out.add("\n## steady\n");
             env.describe().forEach(l -> out.add("- " + l));
-            out.add("- producer settings: " + ProducerSettings.effective(common));
+            out.add("- producer settings: " + ProducerSettings.effective(common) + ", KafkaTransport mode " + common.mode);
             out.add("- relay lanes=" + lanes + " batch=" + batch + ", writers=" + writers + ", warm-up " + warmup
                     + " s (not counted), measured " + duration + " s per rate");
             out.add("- command: bench steady " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));

@@ -82,7 +82,8 @@ final class SteadyRun implements AutoCloseable {
     /** Starts relay, consumer and writers; returns the schedule's start (nanoTime). */
     long start(int lanes, int batchSize) throws Exception {
         relay = PollingRelay.builder().dataSource(env.dataSource())
-                .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(env.options())))
+                .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(env.options()),
+                        env.options()))
                 .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).build().start();
         RelayWarmUp.run(env, relay, schema, gen, topic + "-warm");
         Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();

@@ -72,6 +72,32 @@ public final class KafkaTransport implements Transport {
     public static final int DEFAULT_DELIVERY_TIMEOUT_MS = 8_000;
     public static final int DEFAULT_TRANSACTION_TIMEOUT_MS = 15_000;
     public static final String DEFAULT_TRANSACTIONAL_ID_PREFIX = "txoutbox-";
+    /** {@link Mode#IDEMPOTENT}: {@code linger.ms} default; every batch is flushed at once, so it costs no latency. */
+    public static final int IDEMPOTENT_LINGER_MS = 1_000;
+    /** {@link Mode#IDEMPOTENT}: the lowest {@code linger.ms} accepted. */
+    public static final int MIN_IDEMPOTENT_LINGER_MS = 500;
+    /** {@link Mode#IDEMPOTENT}: {@code batch.size} default; a partition's share of a batch is at most half of it. */
+    public static final int IDEMPOTENT_BATCH_SIZE = 1_048_576;
+
+    /**
+     * How a batch is made atomic per key. Both keep per-key order of first delivery (see the class comment); they
+     * differ in cost and in what consumers see.
+     */
+    public enum Mode {
+        /**
+         * One Kafka transaction per batch (the default): all or nothing for {@code read_committed} consumers, zombie
+         * producers fenced by {@code transactional.id}. Costs a transaction commit (tens of milliseconds on a busy
+         * broker) per batch, and needs {@code read_committed} consumers and transactional-id ACLs.
+         */
+        TRANSACTIONAL,
+        /**
+         * The idempotent producer without transactions: each partition's share of a batch travels as one record
+         * batch, which the broker appends whole or not at all, and a key's records in a batch all go to one
+         * partition. About ten times less latency per batch; consumers may read {@code read_uncommitted}; no
+         * fencing, so a paused old owner may still append a batch it had buffered (a duplicate, never a reorder).
+         */
+        IDEMPOTENT
+    }
     /** How long {@link #close()} waits for running batches and producers in total before it forces them. */
     public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(5);
 
@@ -93,8 +119,13 @@ public final class KafkaTransport implements Transport {
         this.mapper = new RecordMapper(config.maxRequestSize(), config.bufferMemory());
         this.topicProbe = new TopicProbe(config.adminProperties(), config.requestTimeoutMs());
         this.producerFactory = producerFactory;
-        log.info("txoutbox-kafka: transport ready: transactional.id = '{}' + lane, producer config {}",
-                config.transactionalIdPrefix(), config.describe());
+        if (config.mode() == Mode.TRANSACTIONAL) {
+            log.info("txoutbox-kafka: transport ready (one transaction per batch): transactional.id = '{}' + lane, "
+                    + "producer config {}", config.transactionalIdPrefix(), config.describe());
+        } else {
+            log.info("txoutbox-kafka: transport ready (idempotent, one record batch per partition and batch): "
+                    + "producer config {}", config.describe());
+        }
     }
 
     public static Builder builder() {
@@ -224,7 +255,8 @@ public final class KafkaTransport implements Transport {
         synchronized (lanes) {
             laneCount = lanes.size();
         }
-        return "KafkaTransport[transactionalIdPrefix=" + config.transactionalIdPrefix() + ", lanes=" + laneCount
+        return "KafkaTransport[mode=" + config.mode() + ", transactionalIdPrefix=" + config.transactionalIdPrefix()
+                + ", lanes=" + laneCount
                 + ", config=" + config.describe() + "]";
     }
 
@@ -238,6 +270,7 @@ public final class KafkaTransport implements Transport {
         private final Map<String, Object> properties = new LinkedHashMap<>();
         private String transactionalIdPrefix = DEFAULT_TRANSACTIONAL_ID_PREFIX;
         private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+        private Mode mode = Mode.TRANSACTIONAL;
         private Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory = Lane::kafkaProducer;
 
         private Builder() {
@@ -277,6 +310,12 @@ public final class KafkaTransport implements Transport {
             return this;
         }
 
+        /** How batches are made atomic per key: {@link Mode#TRANSACTIONAL} (default) or {@link Mode#IDEMPOTENT}. */
+        public Builder mode(Mode mode) {
+            this.mode = mode;
+            return this;
+        }
+
         /** Total time {@link KafkaTransport#close()} waits before it interrupts lanes (default 5 s). */
         public Builder closeTimeout(Duration closeTimeout) {
             this.closeTimeout = closeTimeout;
@@ -291,7 +330,7 @@ public final class KafkaTransport implements Transport {
 
         /** Validates the configuration and builds the transport; producers are created on each lane's first send. */
         public KafkaTransport build() {
-            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, closeTimeout),
+            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, closeTimeout, mode),
                     producerFactory);
         }
     }

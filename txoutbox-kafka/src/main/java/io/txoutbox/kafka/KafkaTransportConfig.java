@@ -8,6 +8,9 @@ import static io.txoutbox.kafka.KafkaTransport.DEFAULT_LINGER_MS;
 import static io.txoutbox.kafka.KafkaTransport.DEFAULT_MAX_BLOCK_MS;
 import static io.txoutbox.kafka.KafkaTransport.DEFAULT_REQUEST_TIMEOUT_MS;
 import static io.txoutbox.kafka.KafkaTransport.DEFAULT_TRANSACTION_TIMEOUT_MS;
+import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_BATCH_SIZE;
+import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_LINGER_MS;
+import static io.txoutbox.kafka.KafkaTransport.MIN_IDEMPOTENT_LINGER_MS;
 
 import io.txoutbox.InvalidConfigurationException;
 import java.time.Duration;
@@ -39,9 +42,11 @@ final class KafkaTransportConfig {
     private final Duration closeTimeout;
     private final int maxRequestSize;
     private final long bufferMemory;
+    private final KafkaTransport.Mode mode;
 
     private KafkaTransportConfig(Map<String, Object> producerProperties, String transactionalIdPrefix,
-            Duration closeTimeout) {
+            Duration closeTimeout, KafkaTransport.Mode mode) {
+        this.mode = mode;
         this.producerProperties = Map.copyOf(producerProperties);
         this.transactionalIdPrefix = transactionalIdPrefix;
         this.closeTimeout = closeTimeout;
@@ -51,6 +56,15 @@ final class KafkaTransportConfig {
 
     static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
             Duration closeTimeout) {
+        return of(userProperties, transactionalIdPrefix, closeTimeout, KafkaTransport.Mode.TRANSACTIONAL);
+    }
+
+    static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
+            Duration closeTimeout, KafkaTransport.Mode mode) {
+        if (mode == null) {
+            throw invalid("kafka.mode must not be null: use Mode.TRANSACTIONAL or Mode.IDEMPOTENT");
+        }
+        boolean idempotentMode = mode == KafkaTransport.Mode.IDEMPOTENT;
         if (transactionalIdPrefix == null) {
             throw invalid("kafka.transactionalIdPrefix must not be null: use transactionalIdPrefix(\"txoutbox-\")");
         }
@@ -69,6 +83,12 @@ final class KafkaTransportConfig {
                 "KafkaTransport sends the outbox key as UTF-8 bytes; remove the override");
         rejectPresent(userProperties, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG,
                 "KafkaTransport sends the stored payload bytes unchanged; remove the override");
+        if (idempotentMode) {
+            rejectPresent(userProperties, ProducerConfig.PARTITIONER_CLASS_CONFIG,
+                    "in Mode.IDEMPOTENT KafkaTransport picks each record's partition itself (Kafka's default: "
+                            + "murmur2 of the key), because it must know how a batch splits into partitions; use "
+                            + "Mode.TRANSACTIONAL for a custom partitioner");
+        }
 
         Map<String, Object> props = new TreeMap<>(userProperties);
         Object bootstrap = props.get(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG);
@@ -77,13 +97,18 @@ final class KafkaTransportConfig {
         }
         props.putIfAbsent(ProducerConfig.ACKS_CONFIG, DEFAULT_ACKS);
         props.putIfAbsent(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        props.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, String.valueOf(DEFAULT_LINGER_MS));
-        props.putIfAbsent(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(DEFAULT_BATCH_SIZE));
+        props.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG,
+                String.valueOf(idempotentMode ? IDEMPOTENT_LINGER_MS : DEFAULT_LINGER_MS));
+        props.putIfAbsent(ProducerConfig.BATCH_SIZE_CONFIG,
+                String.valueOf(idempotentMode ? IDEMPOTENT_BATCH_SIZE : DEFAULT_BATCH_SIZE));
         props.putIfAbsent(ProducerConfig.COMPRESSION_TYPE_CONFIG, DEFAULT_COMPRESSION_TYPE);
         props.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(DEFAULT_MAX_BLOCK_MS));
         props.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_REQUEST_TIMEOUT_MS));
         props.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_DELIVERY_TIMEOUT_MS));
-        props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, String.valueOf(DEFAULT_TRANSACTION_TIMEOUT_MS));
+        if (!idempotentMode) {
+            props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG,
+                    String.valueOf(DEFAULT_TRANSACTION_TIMEOUT_MS));
+        }
 
         String acks = text(props, ProducerConfig.ACKS_CONFIG);
         if (!acks.equals("all") && !acks.equals("-1")) {
@@ -106,25 +131,53 @@ final class KafkaTransportConfig {
         long linger = number(props, ProducerConfig.LINGER_MS_CONFIG);
         long requestTimeout = number(props, ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG);
         long deliveryTimeout = number(props, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
-        long transactionTimeout = number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
         number(props, ProducerConfig.MAX_BLOCK_MS_CONFIG);
+        number(props, ProducerConfig.BATCH_SIZE_CONFIG);
+        if (idempotentMode && linger < MIN_IDEMPOTENT_LINGER_MS) {
+            throw invalid("Kafka property 'linger.ms' must be >= " + MIN_IDEMPOTENT_LINGER_MS + " in Mode.IDEMPOTENT, "
+                    + "was " + linger + ": the transport flushes every batch itself, and a short linger would let "
+                    + "the producer send part of a partition's records early, so the two parts could fail apart and "
+                    + "break per-key order; remove the override (latency does not depend on it)");
+        }
         if (deliveryTimeout < linger + requestTimeout) {
             throw invalid("Kafka property 'delivery.timeout.ms' must be >= linger.ms + request.timeout.ms (" + linger
                     + " + " + requestTimeout + "), was " + deliveryTimeout
                     + ": raise delivery.timeout.ms or lower the other two");
         }
+        long transactionTimeout = idempotentMode ? Long.MAX_VALUE
+                : number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
         if (transactionTimeout < deliveryTimeout) {
             throw invalid("Kafka property 'transaction.timeout.ms' must be >= delivery.timeout.ms (" + deliveryTimeout
                     + "), was " + transactionTimeout + ": otherwise the broker may abort a batch's transaction while "
                     + "its records are still being retried; raise transaction.timeout.ms");
         }
-        return new KafkaTransportConfig(props, transactionalIdPrefix, closeTimeout);
+        return new KafkaTransportConfig(props, transactionalIdPrefix, closeTimeout, mode);
     }
+
+    KafkaTransport.Mode mode() {
+        return mode;
+    }
+
+    /**
+     * Mode.IDEMPOTENT: the most bytes (uncompressed estimate) one partition may receive in one batch, so that the
+     * producer keeps them in a single record batch, which the broker appends or rejects as a whole: half the batch
+     * size (the producer's own fullness estimate may run over the raw size), and at most
+     * {@value #MAX_PARTITION_SHARE_BYTES}, so that a topic whose {@code max.message.bytes} was lowered to that still
+     * takes the record batch whole instead of making the producer split it.
+     */
+    long partitionShareBytes() {
+        return Math.min(MAX_PARTITION_SHARE_BYTES,
+                Math.min(longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE), maxRequestSize) / 2);
+    }
+
+    static final long MAX_PARTITION_SHARE_BYTES = 262_144;
 
     /** Producer properties for one lane; the serializers are passed to the producer's constructor. */
     Map<String, Object> producerProperties(String lane) {
         Map<String, Object> props = new TreeMap<>(producerProperties);
-        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(lane));
+        if (mode == KafkaTransport.Mode.TRANSACTIONAL) {
+            props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(lane));
+        }
         Object clientId = props.get(ProducerConfig.CLIENT_ID_CONFIG);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, (clientId == null ? "txoutbox-kafka" : clientId) + "-" + lane);
         return props;

@@ -68,6 +68,30 @@ class KafkaTransportConfigTest {
     }
 
     @Test
+    void idempotentModeHasNoTransactionalIdAndHoldsRecordsUntilTheFlush() {
+        KafkaTransportConfig config = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
+                KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.IDEMPOTENT);
+        assertThat(config.producerProperties("3"))
+                .doesNotContainKey("transactional.id")
+                .containsEntry("linger.ms", String.valueOf(KafkaTransport.IDEMPOTENT_LINGER_MS))
+                .containsEntry("batch.size", String.valueOf(KafkaTransport.IDEMPOTENT_BATCH_SIZE));
+        assertThat(config.partitionShareBytes()).isEqualTo(KafkaTransportConfig.MAX_PARTITION_SHARE_BYTES);
+    }
+
+    @Test
+    void idempotentModeRefusesAShortLingerAndACustomPartitioner() {
+        assertThatThrownBy(() -> builder().mode(KafkaTransport.Mode.IDEMPOTENT).property("linger.ms", 5).build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("linger.ms").hasMessageContaining("per-key order");
+        assertThatThrownBy(() -> builder().mode(KafkaTransport.Mode.IDEMPOTENT)
+                .property("partitioner.class", "com.example.MyPartitioner").build())
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("partitioner.class").hasMessageContaining("Mode.TRANSACTIONAL");
+        assertThatThrownBy(() -> builder().mode(null).build())
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("mode");
+    }
+
+    @Test
     void lanePropertiesCarryTheTransactionalIdPerLane() {
         KafkaTransportConfig config = KafkaTransportConfig.of(
                 Map.of("bootstrap.servers", "b:9092", "client.id", "orders"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);

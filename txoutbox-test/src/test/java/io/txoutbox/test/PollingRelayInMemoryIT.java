@@ -165,6 +165,57 @@ class PollingRelayInMemoryIT {
         DeliveredEvents.of(transport.delivered()).assertCount(2).assertNoDuplicates();
     }
 
+    /**
+     * The claim floor (the relay starts its index scan above ids it knows are settled) must never pass a row whose
+     * transaction is still open: here one stays open while hundreds of later events are published around it.
+     */
+    @Test
+    void a_long_open_transaction_below_hundreds_of_published_events_is_still_delivered_in_key_order()
+            throws Exception {
+        PollingRelay relay = start(relay());
+        outbox = outbox(relay);
+        UUID late;
+        List<UUID> around = new ArrayList<>();
+        try (Connection a = db.connect()) {
+            a.setAutoCommit(false);
+            late = outbox.publish(a, event("k-late", "First")).get(0);
+            for (int round = 0; round < 30; round++) { // keeps the relay busy well past its settlement checks
+                List<UUID> ids = write(outbox, event("k" + round, "E"), event("k" + (round + 1), "E"));
+                transport.awaitDelivered(ids.get(1), WAIT);
+                around.addAll(ids);
+            }
+            assertThat(transport.delivered()).extracting(OutboxRecord::eventId).doesNotContain(late);
+            a.commit();
+        }
+        UUID after = write(outbox, event("k-late", "Second")).get(0);
+        transport.awaitDelivered(after, WAIT);
+        transport.awaitDelivered(late, WAIT);
+        assertThat(DeliveredEvents.of(transport.delivered()).eventTypesOfKey("k-late")).containsExactly("First",
+                "Second");
+        DeliveredEvents.of(transport.delivered()).assertCount(around.size() + 2).assertNoDuplicates();
+    }
+
+    @Test
+    void a_dead_event_put_back_to_pending_below_the_claim_floor_is_found_by_the_sweep() throws Exception {
+        PollingRelay relay = start(relay().failurePolicy(FailurePolicy.DEAD_LETTER_AND_CONTINUE));
+        outbox = outbox(relay);
+        InMemoryTransport.Rule poisonFails = transport.failWhen(r -> r.eventType().equals("Poison"),
+                SendResult.Kind.PERMANENT);
+        UUID poison = write(outbox, event("k1", "Poison")).get(0);
+        await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 1);
+        for (int round = 0; round < 20; round++) { // the floor moves past the dead row
+            List<UUID> ids = write(outbox, event("k" + (round + 2), "E"));
+            transport.awaitDelivered(ids.get(0), WAIT);
+        }
+        poisonFails.remove();
+        try (Connection c = db.connect(); var st = c.prepareStatement("UPDATE " + schema.qualifiedOutboxTable()
+                + " SET state = 'PENDING', next_attempt_at = NULL WHERE event_id = ?")) {
+            st.setObject(1, poison);
+            assertThat(st.executeUpdate()).isEqualTo(1);
+        }
+        transport.awaitDelivered(poison, WAIT);
+    }
+
     @Test
     void a_record_failed_in_the_middle_of_a_batch_holds_back_only_its_key_and_keeps_its_order() throws Exception {
         // write first, start the relay after, so everything is one batch

@@ -63,6 +63,8 @@ final class Lane implements Runnable {
     private volatile long ownedSinceMillis;
     private volatile long lastBatchMillis;
     private volatile int lastBatchSize;
+    private final ClaimFloor claimFloor;
+    private long firstWaiting = -1;
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -95,6 +97,7 @@ final class Lane implements Runnable {
             }
         }
         this.shards = mine.toArray(new Integer[0]);
+        this.claimFloor = new ClaimFloor(config.schema().qualifiedOutboxTable());
     }
 
     String id() {
@@ -237,6 +240,7 @@ final class Lane implements Runnable {
                 return false;
             }
             owner = true;
+            claimFloor.reset(); // another instance may have owned the lane meanwhile
             reserved = false; // the reservation is the ownership now
             standbyReason = null;
             ownedSinceMillis = System.currentTimeMillis();
@@ -261,6 +265,7 @@ final class Lane implements Runnable {
     private void releaseConnection() {
         Connection c = connection;
         connection = null;
+        claimFloor.reset();
         if (owner) {
             owner = false;
             governor.unreserve();
@@ -291,9 +296,11 @@ final class Lane implements Runnable {
         Connection c = connection;
         List<OutboxRecord> batch;
         try {
+            long from = claimFloor.beforeClaim(c);
             Map<String, Long> waiting = waitingKeys(c);
-            batch = claim(c, waiting);
+            batch = claim(c, waiting, from);
             c.commit();
+            claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
             talked();
         } catch (SQLException e) {
             rollbackQuietly(c);
@@ -325,21 +332,30 @@ final class Lane implements Runnable {
         return outcome;
     }
 
-    /** Keys that wait (parked, or backing off), each with the id of its waiting event. */
+    /**
+     * Keys that wait (parked, or backing off), each with the id of its waiting event; sets {@link #firstWaiting} to
+     * the lowest id of any waiting row, keyed or not (-1: none).
+     */
     private Map<String, Long> waitingKeys(Connection c) throws SQLException {
         Map<String, Long> keys = new HashMap<>();
+        long first = -1;
         try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
             ps.setArray(1, c.createArrayOf("integer", shards));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    keys.put(rs.getString(1), rs.getLong(2));
+                    long id = rs.getLong(2);
+                    first = first < 0 ? id : Math.min(first, id);
+                    if (rs.getString(1) != null) {
+                        keys.put(rs.getString(1), id);
+                    }
                 }
             }
         }
+        firstWaiting = first;
         return keys;
     }
 
-    private List<OutboxRecord> claim(Connection c, Map<String, Long> waiting) throws SQLException {
+    private List<OutboxRecord> claim(Connection c, Map<String, Long> waiting, long from) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
         String[] keys = new String[waiting.size()];
         Long[] fromIds = new Long[waiting.size()];
@@ -349,10 +365,11 @@ final class Lane implements Runnable {
             fromIds[w++] = e.getValue();
         }
         try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
-            ps.setArray(1, c.createArrayOf("integer", shards));
-            ps.setArray(2, c.createArrayOf("text", keys));
-            ps.setArray(3, c.createArrayOf("bigint", fromIds));
-            ps.setInt(4, config.batchSize());
+            ps.setLong(1, from);
+            ps.setArray(2, c.createArrayOf("integer", shards));
+            ps.setArray(3, c.createArrayOf("text", keys));
+            ps.setArray(4, c.createArrayOf("bigint", fromIds));
+            ps.setInt(5, config.batchSize());
             // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
             ps.setFetchSize(Math.min(config.batchSize(), 250));
             long batchBytes = 0;

@@ -22,14 +22,15 @@ final class RelaySql {
     RelaySql(OutboxSchema schema) {
         String t = schema.qualifiedOutboxTable();
         // The predicate repeats the "waiting" partial index's, so the planner can use it.
-        // A key waits from its failed event on; its events before that one still go out.
+        // A key waits from its failed event on; its events before that one still go out. Unkeyed rows that wait come
+        // back as one row with a null key: they hold nothing back, but the claim floor must stay below them.
         this.waitingKeys = "SELECT partition_key, min(id) FROM " + t
-                + " WHERE shard = ANY(?) AND partition_key IS NOT NULL"
+                + " WHERE shard = ANY(?)"
                 + " AND (state = 'PARKED' OR (state = 'PENDING' AND next_attempt_at IS NOT NULL))"
                 + " AND (state = 'PARKED' OR next_attempt_at > now()) GROUP BY partition_key";
         this.claim = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
                 + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts FROM " + t
-                + " WHERE state = 'PENDING' AND shard = ANY(?)"
+                + " WHERE state = 'PENDING' AND id >= ? AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
                 + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"
                 + " WHERE w.k = partition_key AND id >= w.from_id)"

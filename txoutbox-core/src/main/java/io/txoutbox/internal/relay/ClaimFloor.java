@@ -1,0 +1,178 @@
+package io.txoutbox.internal.relay;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A lane's claim floor: an id below which the lane's shards hold no pending row, so the claim can start its index
+ * scan there instead of walking the entries of every row published since the last vacuum (they stay in the pending
+ * index until vacuum removes them, and each costs a heap visit until a scan finds it dead to all transactions — which
+ * a transaction holding the xmin horizon delays for as long as it runs).
+ *
+ * <p><b>Why it is safe.</b> Ids are taken from the identity sequence when a row is inserted, but a row becomes
+ * visible when its transaction commits, so a row with a low id can appear after higher ids were published. The floor
+ * therefore only moves past ids that are <em>settled</em>: it reads the sequence's {@code last_value} L, then the
+ * transactions holding a lock on the outbox table. Every writer takes its table lock before it draws an id, so any
+ * transaction that may still commit a row with an id at or below L is among them. Once none of them holds the lock
+ * any more, every row up to L is committed or gone, and the next claim (a later statement, so a later snapshot) sees
+ * all of them. The new floor is then the lowest of: L + 1, the first row that claim returned, and the first row of
+ * every key (or unkeyed row) that waits. A sequence with a cache above 1 hands ids out of order, so then there is no
+ * floor. Rows put back below the floor by hand (an operator requeueing a dead event) are found by a claim without
+ * floor every {@value #SWEEP_MILLIS} ms.
+ */
+final class ClaimFloor {
+
+    private static final Logger log = LoggerFactory.getLogger(ClaimFloor.class);
+    /** How often the settlement of a candidate is checked (a pg_locks read). */
+    static final long CHECK_MILLIS = 100;
+    /** How often a claim ignores the floor, to find rows an operator put back below it. */
+    static final long SWEEP_MILLIS = 5_000;
+
+    private final String sequenceSql;
+    private final String holdersSql;
+    private boolean disabled;
+    private boolean resolved;
+    private String sequence;
+    private long floor;
+    private long candidate = -1;
+    private Set<String> candidateHolders = Set.of();
+    private long settled = -1;
+    private long lastCheckNanos;
+    private long lastSweepNanos = System.nanoTime();
+    private boolean sweeping;
+
+    ClaimFloor(String qualifiedTable) {
+        this.sequenceSql = "SELECT s.seqrelid::regclass::text, s.seqcache, s.seqincrement FROM pg_sequence s"
+                + " WHERE s.seqrelid = pg_get_serial_sequence('" + qualifiedTable.replace("'", "''") + "', 'id')"
+                + "::regclass";
+        this.holdersSql = "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'"
+                + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                + " AND relation = '" + qualifiedTable.replace("'", "''") + "'::regclass"
+                + " AND pid IS DISTINCT FROM pg_backend_pid()";
+    }
+
+    /** Forget everything: the lane was (re)acquired, or its session was replaced. */
+    void reset() {
+        floor = 0;
+        candidate = -1;
+        settled = -1;
+        candidateHolders = Set.of();
+    }
+
+    /**
+     * Run inside the claim's transaction, before the claim: moves the settlement check along (at most every
+     * {@value #CHECK_MILLIS} ms). Returns the floor the claim should use (0: none).
+     */
+    long beforeClaim(Connection c) throws SQLException {
+        long now = System.nanoTime();
+        sweeping = now - lastSweepNanos >= TimeUnit.MILLISECONDS.toNanos(SWEEP_MILLIS);
+        if (sweeping) {
+            lastSweepNanos = now;
+        }
+        if (disabled || !resolve(c)) {
+            return 0;
+        }
+        if (now - lastCheckNanos >= TimeUnit.MILLISECONDS.toNanos(CHECK_MILLIS)) {
+            lastCheckNanos = now;
+            if (candidate < 0) {
+                candidate = lastValue(c); // first the ids handed out so far, then who may still commit some
+                candidateHolders = holders(c);
+            } else {
+                Set<String> still = holders(c);
+                still.retainAll(candidateHolders);
+                if (still.isEmpty()) {
+                    settled = candidate; // every row up to it is committed or gone: the claim below sees them all
+                    candidate = -1;
+                }
+            }
+        }
+        return sweeping ? 0 : floor;
+    }
+
+    /**
+     * After the claim: {@code firstClaimed} the lowest id it returned (or -1), {@code firstWaiting} the lowest id of
+     * a waiting row in the lane (or -1).
+     */
+    void afterClaim(long firstClaimed, long firstWaiting) {
+        if (settled < 0) {
+            return;
+        }
+        long next = settled + 1;
+        if (firstClaimed >= 0) {
+            next = Math.min(next, firstClaimed);
+        }
+        if (firstWaiting >= 0) {
+            next = Math.min(next, firstWaiting);
+        }
+        if (!sweeping && next < floor) {
+            log.debug("claim floor lowered from {} to {}", floor, next);
+        }
+        floor = next;
+        settled = -1;
+        if (log.isDebugEnabled()) {
+            log.debug("claim floor {} (first claimed {}, first waiting {})", floor, firstClaimed, firstWaiting);
+        }
+    }
+
+    long floor() {
+        return floor;
+    }
+
+    private boolean resolve(Connection c) throws SQLException {
+        if (resolved) {
+            return true;
+        }
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sequenceSql)) {
+            if (!rs.next()) {
+                disabled = true;
+                log.warn("txoutbox-relay: no identity sequence found for the outbox's id column; claims scan from "
+                        + "the start of the pending index");
+                return false;
+            }
+            sequence = rs.getString(1);
+            if (rs.getLong(3) != 1) {
+                disabled = true;
+                log.warn("txoutbox-relay: sequence {} has INCREMENT {}; claims scan from the start of the pending "
+                        + "index", sequence, rs.getLong(3));
+                return false;
+            }
+            if (rs.getLong(2) > 1) {
+                disabled = true;
+                log.warn("txoutbox-relay: sequence {} has CACHE {} and so hands out ids out of order; claims scan "
+                        + "from the start of the pending index (ALTER SEQUENCE {} CACHE 1 to fix)", sequence,
+                        rs.getLong(2), sequence);
+                return false;
+            }
+        }
+        resolved = true;
+        return true;
+    }
+
+    private long lastValue(Connection c) throws SQLException {
+        // before its first nextval a sequence's last_value is the first id to come, not one handed out
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM " + sequence);
+                ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private Set<String> holders(Connection c) throws SQLException {
+        Set<String> out = new HashSet<>();
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(holdersSql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+}
