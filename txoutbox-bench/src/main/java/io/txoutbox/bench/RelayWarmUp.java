@@ -53,6 +53,31 @@ final class RelayWarmUp {
         }
     }
 
+    /** The same for relays in other processes: waits until the warm-up events are published in the table. */
+    static void runExternal(BenchEnv env, OutboxSchema schema, Events gen, String warmTopic) throws Exception {
+        env.createTopic(warmTopic, Map.of());
+        Outbox outbox = Outbox.builder().schema(schema).notifyOnPublish(true).build();
+        try (Connection c = env.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            List<OutboxMessage> ms = new ArrayList<>();
+            for (int i = 0; i < EVENTS; i++) {
+                ms.add(OutboxMessage.builder().topic(warmTopic).aggregate("Warm", "warm-" + i).eventType("Warm")
+                        .jsonPayload(gen.payload(i)).build());
+            }
+            outbox.publish(c, ms);
+            c.commit();
+        }
+        String sql = "SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE topic = '" + warmTopic
+                + "' AND state = 'PUBLISHED'";
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (env.queryLong(sql) < EVENTS) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("warm-up not published after 120 s: " + env.queryLong(sql));
+            }
+            Thread.sleep(20);
+        }
+    }
+
     static long published(List<PollingRelay> relays) {
         long sum = 0;
         for (PollingRelay r : relays) {

@@ -86,7 +86,19 @@ final class SteadyRun implements AutoCloseable {
                         env.options()))
                 .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).build().start();
         RelayWarmUp.run(env, relay, schema, gen, topic + "-warm");
-        Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
+        return startWriters(Outbox.builder().schema(schema).afterPublish(relay::nudge).build());
+    }
+
+    /**
+     * Starts consumer and writers for relays in other processes, which are woken by {@code NOTIFY}: warms them up
+     * first (events through every lane, published in the table).
+     */
+    long startExternal() throws Exception {
+        RelayWarmUp.runExternal(env, schema, gen, topic + "-warm");
+        return startWriters(Outbox.builder().schema(schema).notifyOnPublish(true).build());
+    }
+
+    private long startWriters(Outbox outbox) throws Exception {
         reader = new CommittedReader(env.bootstrapServers(), topic, this::onRecord).awaitReady();
         t0 = System.nanoTime() + 50_000_000L;
         for (int w = 0; w < writers; w++) {
