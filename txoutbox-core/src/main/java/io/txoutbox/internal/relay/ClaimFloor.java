@@ -36,6 +36,12 @@ final class ClaimFloor {
     /** How often a claim ignores the floor, to find rows an operator put back below it. */
     static final long SWEEP_MILLIS = 5_000;
 
+    /**
+     * {@code -Dtxoutbox.relay.claimFloor=false} turns the floor off (every claim scans from the start of the pending
+     * index): a diagnostic switch, used by the benchmarks to measure what the floor does.
+     */
+    static final boolean ENABLED = !"false".equals(System.getProperty("txoutbox.relay.claimFloor"));
+
     private final String sequenceSql;
     private final String holdersSql;
     private boolean disabled;
@@ -77,7 +83,7 @@ final class ClaimFloor {
         if (sweeping) {
             lastSweepNanos = now;
         }
-        if (disabled || !resolve(c)) {
+        if (!ENABLED || disabled || !resolve(c)) {
             return 0;
         }
         if (now - lastCheckNanos >= TimeUnit.MILLISECONDS.toNanos(CHECK_MILLIS)) {
