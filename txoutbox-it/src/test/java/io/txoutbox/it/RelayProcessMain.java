@@ -9,7 +9,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A polling relay as its own JVM, for tests that SIGKILL or SIGSTOP it. Arguments: jdbcUrl user password schema
- * bootstrapServers [lanes] [batchSize] [leaseMs] [expectedLanes]. Prints {@code RELAY-OWNS-ALL-LANES} once it works
+ * bootstrapServers [lanes] [batchSize] [leaseMs] [expectedLanes] [transport mode]. Prints {@code RELAY-OWNS-ALL-LANES} once it works
  * {@code expectedLanes} lanes (default: all).
  */
 public final class RelayProcessMain {
@@ -24,8 +24,10 @@ public final class RelayProcessMain {
         int batchSize = args.length > 6 ? Integer.parseInt(args[6]) : 200;
         long leaseMs = args.length > 7 ? Long.parseLong(args[7]) : 10_000;
         int expectedLanes = args.length > 8 ? Integer.parseInt(args[8]) : lanes;
+        KafkaTransport.Mode mode = args.length > 9 ? KafkaTransport.Mode.valueOf(args[9])
+                : KafkaTransport.Mode.TRANSACTIONAL;
         PollingRelay relay = PollingRelay.builder().dataSource(ds).schema(schema)
-                .transport(KafkaTransport.builder().bootstrapServers(args[4]).build())
+                .transport(KafkaTransport.builder().bootstrapServers(args[4]).mode(mode).build())
                 .lanes(lanes).batchSize(batchSize).pollInterval(Duration.ofMillis(20))
                 .leaseTimeout(Duration.ofMillis(leaseMs))
                 .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)))

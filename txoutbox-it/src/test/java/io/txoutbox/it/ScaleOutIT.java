@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.testing.history.HistoryAssert;
 import io.txoutbox.testing.history.HistoryReport;
 import io.txoutbox.testing.history.LedgerWriter;
@@ -60,11 +61,15 @@ class ScaleOutIT {
     }
 
     private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook) {
+        return relay(name, jdbcUrl, expectedLanes, hook, KafkaTransport.Mode.TRANSACTIONAL);
+    }
+
+    private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook, KafkaTransport.Mode mode) {
         TestPostgres pg = db.server();
         JvmProcess.Builder b = JvmProcess.builder(RelayProcessMain.class).name(name).jvmArgs("-Xmx192m")
                 .args(jdbcUrl, pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
                         Integer.toString(LANES), Integer.toString(BATCH), Long.toString(LEASE_MS),
-                        Integer.toString(expectedLanes));
+                        Integer.toString(expectedLanes), mode.name());
         if (hook != null) {
             String[] parts = hook.split("=");
             b.hook(parts[0], parts[1]);
@@ -171,6 +176,35 @@ class ScaleOutIT {
         }
         log.info("takeover after SIGKILL, ms: {}", takeovers);
         assertThat(takeovers).allSatisfy(ms -> assertThat(ms).isLessThan(10_000));
+    }
+
+    /**
+     * Mode.IDEMPOTENT has no producer fencing: a relay killed between ack and mark, and one paused there past its
+     * lease and then woken (its producer may still append what it held), next to a steady one, during one run.
+     */
+    @Test
+    void idempotent_mode_keeps_order_through_a_kill_and_a_pause_between_ack_and_mark() throws Exception {
+        String url = db.server().jdbcUrl();
+        JvmProcess steady = relay("steady", url, 1, null, KafkaTransport.Mode.IDEMPOTENT);
+        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        JvmProcess victim = relay("victim", url, 1, "after-ack-before-mark=kill", KafkaTransport.Mode.IDEMPOTENT);
+        JvmProcess zombie = relay("zombie", url, 1, "after-ack-before-mark=stop", KafkaTransport.Mode.IDEMPOTENT);
+        victim.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        zombie.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
+        try (LedgerWriter w = writer(30_000, 1_500)) {
+            victim.awaitHook("after-ack-before-mark", Duration.ofMinutes(2));
+            victim.awaitExit(Duration.ofSeconds(30));
+            zombie.awaitHook("after-ack-before-mark", Duration.ofMinutes(2));
+            await().atMost(Duration.ofSeconds(10)).until(zombie::isStopped);
+            long stoppedAt = System.nanoTime();
+            takeoverMillis(steady, stoppedAt);
+            Thread.sleep(LEASE_MS); // the fault: stay paused past the lease while the steady relay works its lanes
+            zombie.resume();
+            zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
+            HistoryReport report = finish(w);
+            HistoryAssert.assertThat(report).isClean();
+            assertThat(report.duplicates()).as("the killed and the paused batches were sent again").isPositive();
+        }
     }
 
     @Test
