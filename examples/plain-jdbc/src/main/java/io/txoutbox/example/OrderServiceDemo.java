@@ -99,9 +99,10 @@ public final class OrderServiceDemo {
         PollingRelay relay = PollingRelay.builder()
                 .dataSource(ds)
                 .schema(schema)
-                .transport(KafkaTransport.builder().bootstrapServers(bootstrap).build())
+                .transport(KafkaTransport.builder().bootstrapServers(bootstrap).mode(o.mode).build())
                 .build()
                 .start();
+        say("relay started, Kafka transport mode %s", o.mode);
         Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
         OrderService service = new OrderService(outbox);
         warmUp(ds, outbox, relay);
@@ -283,6 +284,7 @@ public final class OrderServiceDemo {
         int writers = 8;
         int customers = 200;
         int rate = 2_000;
+        KafkaTransport.Mode mode = KafkaTransport.Mode.TRANSACTIONAL;
 
         static Options parse(String[] args) {
             Options o = new Options();
@@ -298,10 +300,12 @@ public final class OrderServiceDemo {
                     case "--writers" -> o.writers = positive(a, v);
                     case "--customers" -> o.customers = positive(a, v);
                     case "--rate" -> o.rate = Integer.parseInt(need(a, v));
+                    case "--mode" -> o.mode = mode(need(a, v));
                     case "--help", "-h" -> {
                         System.out.println("options: --jdbc-url URL --jdbc-user U --jdbc-password P "
                                 + "--bootstrap-servers HOST:PORT --orders N (20000) --writers N (8) "
-                                + "--customers N (200) --rate ORDERS_PER_S (2000; 0 = as fast as possible)");
+                                + "--customers N (200) --rate ORDERS_PER_S (2000; 0 = as fast as possible) "
+                                + "--mode TRANSACTIONAL|IDEMPOTENT (the Kafka transport's mode; TRANSACTIONAL)");
                         System.exit(0);
                     }
                     default -> throw new IllegalArgumentException("unknown option " + a + " (try --help)");
@@ -309,6 +313,14 @@ public final class OrderServiceDemo {
                 i++;
             }
             return o;
+        }
+
+        private static KafkaTransport.Mode mode(String value) {
+            try {
+                return KafkaTransport.Mode.valueOf(value.toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--mode must be TRANSACTIONAL or IDEMPOTENT, was " + value);
+            }
         }
 
         private static String need(String option, String value) {
