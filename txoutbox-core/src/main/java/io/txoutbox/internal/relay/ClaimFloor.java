@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Why it is safe.</b> Ids are taken from the identity sequence when a row is inserted, but a row becomes
  * visible when its transaction commits, so a row with a low id can appear after higher ids were published. The floor
  * therefore only moves past ids that are <em>settled</em>: it reads the sequence's {@code last_value} L, then the
- * transactions holding a lock on the outbox table. Every writer takes its table lock before it draws an id, so any
- * transaction that may still commit a row with an id at or below L is among them. Once none of them holds the lock
+ * transactions holding a {@code RowExclusiveLock} on the outbox table. Every writer takes that lock (when its INSERT
+ * is parsed or its plan is locked for execution) before it draws an id, so any transaction that may still commit a
+ * row with an id at or below L is among them. Once none of them holds the lock
  * any more, every row up to L is committed or gone, and the next claim (a later statement, so a later snapshot) sees
  * all of them. The new floor is then the lowest of: L + 1, the first row that claim returned, and the first row of
  * every key (or unkeyed row) that waits. A sequence with a cache above 1 hands ids out of order, so then there is no
@@ -59,7 +60,10 @@ final class ClaimFloor {
         this.sequenceSql = "SELECT s.seqrelid::regclass::text, s.seqcache, s.seqincrement FROM pg_sequence s"
                 + " WHERE s.seqrelid = pg_get_serial_sequence('" + qualifiedTable.replace("'", "''") + "', 'id')"
                 + "::regclass";
+        // RowExclusiveLock is what every INSERT takes (also in a transaction that holds a stronger lock): readers,
+        // vacuum and index builds hold other modes and must not hold the floor back while they run.
         this.holdersSql = "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'"
+                + " AND mode = 'RowExclusiveLock'"
                 + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
                 + " AND relation = '" + qualifiedTable.replace("'", "''") + "'::regclass"
                 + " AND pid IS DISTINCT FROM pg_backend_pid()";
