@@ -19,6 +19,9 @@ public final class KafkaHeaders {
     public static final String CONTENT_TYPE = "content_type";
     public static final String JSON = "application/json";
 
+    /** Set on records sent by an {@code OutboxReplay}; the value is the replay's name. */
+    public static final String REPLAY = io.txoutbox.OutboxReplay.REPLAY_HEADER;
+
     /** The names a user header may not take (the writer rejects them; the transport refuses rows that have them). */
     public static final Set<String> RESERVED =
             Set.of(EVENT_ID, EVENT_TYPE, AGGREGATE_TYPE, AGGREGATE_ID, AGGREGATE_VERSION);

@@ -74,7 +74,7 @@ final class RecordMapper {
         }
         for (String name : record.headers().keySet()) {
             String lower = name.toLowerCase(Locale.ROOT);
-            if (KafkaHeaders.RESERVED.contains(lower) || lower.startsWith("txoutbox")) {
+            if (KafkaHeaders.RESERVED.contains(lower) || (lower.startsWith("txoutbox") && !name.equals(KafkaHeaders.REPLAY))) {
                 return new InvalidRecordException("event " + record.eventId() + ": user header '" + name
                         + "' has a name txoutbox writes itself " + KafkaHeaders.RESERVED
                         + "; rename it in the stored row");
