@@ -39,6 +39,8 @@ final class Lane implements Runnable {
     private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
     private static final long NUDGE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final int MAX_ERROR_LENGTH = 2000;
+    private static final java.util.concurrent.atomic.AtomicBoolean TOLD_NO_COMMIT_TIMESTAMPS =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     private final RelayConfig config;
     private final int index;
@@ -278,7 +280,7 @@ final class Lane implements Runnable {
         try (Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT current_setting('track_commit_timestamp')")) {
             boolean on = rs.next() && "on".equals(rs.getString(1));
-            if (!on && index == 0) {
+            if (!on && TOLD_NO_COMMIT_TIMESTAMPS.compareAndSet(false, true)) {
                 log.info("txoutbox-relay {}: track_commit_timestamp is off, so commit→ack latency counts from the "
                         + "relay's claim of each event (turn it on in postgresql.conf to measure from the commit)",
                         laneId);
