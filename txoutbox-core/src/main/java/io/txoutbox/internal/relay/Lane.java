@@ -344,10 +344,10 @@ final class Lane implements Runnable {
         if (batch.isEmpty()) {
             return Outcome.IDLE;
         }
+        long claimNanos = System.nanoTime() - claimStart;
         TestHooks.hit(TestHooks.AFTER_CLAIM);
         awaitUnfinishedSend(config.sendTimeout());
         long t0 = System.nanoTime();
-        long claimNanos = t0 - claimStart;
         CompletableFuture<List<SendResult>> sending;
         try {
             sending = transport.send(laneId, batch).toCompletableFuture();
