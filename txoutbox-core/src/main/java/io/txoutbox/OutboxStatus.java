@@ -3,7 +3,9 @@ package io.txoutbox;
 import io.txoutbox.internal.StatusSql;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -114,7 +116,7 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
     public Map<String, List<Integer>> instances() {
         Map<String, List<Integer>> out = new TreeMap<>();
         for (OutboxAdmin.LaneOwner owner : lanes) {
-            out.computeIfAbsent(owner.instanceId(), k -> new java.util.ArrayList<>()).add(owner.lane());
+            out.computeIfAbsent(owner.instanceId(), k -> new ArrayList<>()).add(owner.lane());
         }
         out.replaceAll((k, v) -> List.copyOf(v));
         return out;
@@ -149,6 +151,6 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
     }
 
     private static String seconds(Duration d) {
-        return String.format(java.util.Locale.ROOT, "%.1f s", d.toMillis() / 1000.0);
+        return String.format(Locale.ROOT, "%.1f s", d.toMillis() / 1000.0);
     }
 }

@@ -19,6 +19,9 @@ import javax.sql.DataSource;
  */
 public final class StatusSql {
 
+    /** Bound on each status statement, set for the status transaction only. */
+    static final long STATEMENT_TIMEOUT_MILLIS = 10_000;
+
     private final String pendingByTopic;
     private final String failedCounts;
     private final OutboxSchema schema;
@@ -54,6 +57,11 @@ public final class StatusSql {
     }
 
     private OutboxStatus.Backlog backlog(Connection c) throws SQLException {
+        // a status read must not hang its caller (a health endpoint, the sampler) on a table that is locked or huge
+        try (PreparedStatement ps = c.prepareStatement("SELECT set_config('statement_timeout', ?, true)")) {
+            ps.setString(1, Long.toString(STATEMENT_TIMEOUT_MILLIS));
+            ps.execute();
+        }
         List<OutboxStatus.TopicStatus> topics = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(pendingByTopic); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {

@@ -8,8 +8,10 @@ import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -111,7 +113,7 @@ public final class OutboxMeterBinder implements MeterBinder, AutoCloseable {
     void sample() {
         try {
             OutboxStatus.Backlog backlog = OutboxStatus.backlog(dataSource, schema);
-            java.util.Set<String> seen = new java.util.HashSet<>();
+            Set<String> seen = new HashSet<>();
             for (OutboxStatus.TopicStatus t : backlog.topics()) {
                 TopicValues v = topic(t.topic());
                 v.pending = t.pending();
