@@ -97,7 +97,7 @@ class OutboxMetricsKafkaIT {
             OutboxHealth.Result down = health.check();
             assertThat(down.isUp()).isFalse();
             assertThat(down.reasons()).anySatisfy(r -> assertThat(r).contains("topic orders"));
-            // the producer gives up after max.block.ms / delivery.timeout.ms: then the outage is counted as the broker's
+            // the producer gives up after max.block.ms or delivery.timeout.ms: then the outage counts as the broker's
             await().atMost(WAIT).until(() -> registry.find(MicrometerRelayListener.FAILURES)
                     .tags("kind", "unavailable").counter().count() > 0);
 

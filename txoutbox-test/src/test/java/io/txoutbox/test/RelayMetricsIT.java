@@ -303,7 +303,8 @@ class RelayMetricsIT {
         assertThat(byTopic).containsExactlyInAnyOrderEntriesOf(Map.of("orders", 2L, "payments", 1L));
         assertThat(status.parkedKeys()).isEqualTo(1);
         assertThat(status.deadEvents()).isEqualTo(2);
-        assertThat(status.backlog().topics()).allSatisfy(ts -> assertThat(ts.oldestPendingAge()).isGreaterThanOrEqualTo(Duration.ZERO));
+        assertThat(status.backlog().topics()).allSatisfy(ts -> assertThat(ts.oldestPendingAge())
+                .isGreaterThanOrEqualTo(Duration.ZERO));
         assertThat(status.pendingByShard().values().stream().mapToLong(Long::longValue).sum()).isEqualTo(3);
         assertThat(status.lanes()).extracting(OutboxAdmin.LaneOwner::lane).containsExactly(0, 1);
         assertThat(status.instances()).containsExactly(Map.entry(relay.instanceId(), List.of(0, 1)));

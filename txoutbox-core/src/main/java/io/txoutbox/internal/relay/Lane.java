@@ -25,6 +25,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,8 +40,7 @@ final class Lane implements Runnable {
     private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
     private static final long NUDGE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final int MAX_ERROR_LENGTH = 2000;
-    private static final java.util.concurrent.atomic.AtomicBoolean TOLD_NO_COMMIT_TIMESTAMPS =
-            new java.util.concurrent.atomic.AtomicBoolean();
+    private static final AtomicBoolean TOLD_NO_COMMIT_TIMESTAMPS = new AtomicBoolean();
 
     private final RelayConfig config;
     private final int index;
