@@ -121,7 +121,8 @@ public final class OutboxHealth {
                 Duration since = Duration.between(lane.lastLoopAt(), now);
                 if (since.compareTo(maxLoopStall) > 0) {
                     reasons.add("relay " + relay.instanceId() + " lane " + lane.lane()
-                            + " has not completed a loop for " + seconds(since) + " (health.maxLoopStall " + seconds(maxLoopStall) + ")");
+                            + " has not completed a loop for " + seconds(since) + " (health.maxLoopStall "
+                            + seconds(maxLoopStall) + ")");
                 }
             }
         }
