@@ -28,6 +28,11 @@ import javax.sql.DataSource;
  * PostgreSQL advisory lock on its own connection — so of several relay instances exactly one works each lane and the
  * others wait as hot standbys — and it marks rows through that same session, so a relay that lost its lock cannot
  * mark anything. No database transaction is open while the broker is waited for.
+ *
+ * <p>Operations: {@link Builder#listener} receives metrics ({@code io.txoutbox.micrometer.MicrometerRelayListener}
+ * for Micrometer), {@link OutboxHealth} says UP or DOWN (event age, stalled lanes, parked or dead events growing),
+ * {@link OutboxStatus#snapshot} shows the backlog and which instance owns which lane, {@link OutboxAdmin} releases
+ * parked keys.
  */
 public interface PollingRelay extends AutoCloseable {
 
