@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.relay.DefaultPollingRelay;
+import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
 import java.util.List;
@@ -27,6 +28,11 @@ import javax.sql.DataSource;
  * PostgreSQL advisory lock on its own connection — so of several relay instances exactly one works each lane and the
  * others wait as hot standbys — and it marks rows through that same session, so a relay that lost its lock cannot
  * mark anything. No database transaction is open while the broker is waited for.
+ *
+ * <p>Operations: {@link Builder#listener} receives metrics ({@code io.txoutbox.micrometer.MicrometerRelayListener}
+ * for Micrometer), {@link OutboxHealth} says UP or DOWN (event age, stalled lanes, parked or dead events growing),
+ * {@link OutboxStatus#snapshot} shows the backlog and which instance owns which lane, {@link OutboxAdmin} releases
+ * parked keys.
  */
 public interface PollingRelay extends AutoCloseable {
 
@@ -42,8 +48,13 @@ public interface PollingRelay extends AutoCloseable {
     /** The lanes this instance owns now: since when, and its last batch. */
     List<LaneStatus> lanes();
 
-    /** One lane owned by this instance. */
-    record LaneStatus(int lane, java.time.Instant ownedSince, java.time.Instant lastBatchAt, int lastBatchSize) {
+    /**
+     * One lane owned by this instance: since when, its last batch (null: none yet), and when it last went once round
+     * its loop — a batch, an empty claim or an outage pause; a lane whose {@code lastLoopAt} lags far behind is stuck
+     * ({@link OutboxHealth} reports it).
+     */
+    record LaneStatus(int lane, java.time.Instant ownedSince, java.time.Instant lastBatchAt, int lastBatchSize,
+            java.time.Instant lastLoopAt) {
     }
 
     RelayConfig config();
@@ -85,6 +96,7 @@ public interface PollingRelay extends AutoCloseable {
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
         private boolean listenNotify;
+        private RelayListener listener = RelayListener.none();
 
         private Builder() {
         }
@@ -212,6 +224,17 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /**
+         * Receives the relay's events for metrics (batches and their timings, published events with their
+         * commit→ack latency, failures by kind, parked keys, dead events, loop errors); default none. For Micrometer:
+         * {@code new io.txoutbox.micrometer.MicrometerRelayListener(registry)}. Its callbacks run on the lanes'
+         * threads and must not block; whatever they throw is caught and logged once.
+         */
+        public Builder listener(RelayListener listener) {
+            this.listener = listener;
+            return this;
+        }
+
         public PollingRelay build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("relay.dataSource is required: the relay reads and marks "
@@ -225,7 +248,10 @@ public interface PollingRelay extends AutoCloseable {
                     sendTimeout,
                     statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
                     maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify);
-            return new DefaultPollingRelay(config, Objects.requireNonNull(dataSource), transport);
+            if (listener == null) {
+                throw new InvalidConfigurationException("relay.listener must not be null; leave it unset for none");
+            }
+            return new DefaultPollingRelay(config, Objects.requireNonNull(dataSource), transport, listener);
         }
     }
 }

@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.OutboxException;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,10 +34,17 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final String instanceId;
     private final Membership membership;
+    private final GuardedListener relayListener;
     private NotifyListener listener;
 
     public DefaultPollingRelay(RelayConfig config, DataSource dataSource, Transport transport) {
+        this(config, dataSource, transport, RelayListener.none());
+    }
+
+    public DefaultPollingRelay(RelayConfig config, DataSource dataSource, Transport transport,
+            RelayListener relayListener) {
         this.config = config;
+        this.relayListener = new GuardedListener(relayListener, config.name());
         this.dataSource = dataSource;
         this.transport = transport;
         this.instanceId = config.name() + "@" + hostName() + ":" + ProcessHandle.current().pid() + "#"
@@ -44,7 +52,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         RelaySql sql = new RelaySql(config.schema());
         this.membership = new Membership(config, dataSource, sql, instanceId);
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new Lane(config, i, dataSource, transport, sql, counters, this));
+            lanes.add(new Lane(config, i, dataSource, transport, sql, counters, this.relayListener, this));
         }
     }
 
@@ -104,6 +112,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             return this;
         }
         log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        relayListener.relayStarted(config);
         membership.start();
         for (Lane lane : lanes) {
             Thread t = new Thread(lane, "txoutbox-relay-" + lane.id());
@@ -150,8 +159,10 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             long since = lane.ownedSinceMillis();
             if (lane.isOwner() && since > 0) {
                 long last = lane.lastBatchMillis();
+                long loop = lane.lastLoopMillis();
                 out.add(new LaneStatus(lane.index(), java.time.Instant.ofEpochMilli(since),
-                        last == 0 ? null : java.time.Instant.ofEpochMilli(last), lane.lastBatchSize()));
+                        last == 0 ? null : java.time.Instant.ofEpochMilli(last), lane.lastBatchSize(),
+                        java.time.Instant.ofEpochMilli(loop == 0 ? since : loop)));
             }
         }
         return out;

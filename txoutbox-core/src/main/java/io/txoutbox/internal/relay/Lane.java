@@ -5,6 +5,7 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +25,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,6 +40,7 @@ final class Lane implements Runnable {
     private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
     private static final long NUDGE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final int MAX_ERROR_LENGTH = 2000;
+    private static final AtomicBoolean TOLD_NO_COMMIT_TIMESTAMPS = new AtomicBoolean();
 
     private final RelayConfig config;
     private final int index;
@@ -47,6 +50,7 @@ final class Lane implements Runnable {
     private final Transport transport;
     private final RelaySql sql;
     private final RelayCounters counters;
+    private final RelayListener listener;
     private final Governor governor;
     private final Semaphore wake = new Semaphore(0);
     private final long heartbeatNanos;
@@ -63,6 +67,11 @@ final class Lane implements Runnable {
     private volatile long ownedSinceMillis;
     private volatile long lastBatchMillis;
     private volatile int lastBatchSize;
+    private volatile long lastLoopMillis;
+    /** Per event of the batch in flight: how long before its claim its commit→ack latency started (µs). */
+    private final long[] claimAgeMicros;
+    private long claimedAtNanos;
+    private boolean commitTimestamps;
     private final ClaimFloor claimFloor;
     private long firstWaiting = -1;
 
@@ -80,8 +89,10 @@ final class Lane implements Runnable {
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
-            RelayCounters counters, Governor governor) {
+            RelayCounters counters, RelayListener listener, Governor governor) {
         this.config = config;
+        this.listener = listener;
+        this.claimAgeMicros = new long[config.batchSize()];
         this.governor = governor;
         this.heartbeatNanos = config.leaseTimeout().toNanos() / 3;
         this.index = index;
@@ -122,6 +133,11 @@ final class Lane implements Runnable {
 
     int lastBatchSize() {
         return lastBatchSize;
+    }
+
+    /** When the lane last went once round its loop (a batch, an empty claim, a pause), or 0: never. */
+    long lastLoopMillis() {
+        return lastLoopMillis;
     }
 
     private void talked() {
@@ -179,6 +195,7 @@ final class Lane implements Runnable {
                         continue;
                     }
                     Outcome outcome = runBatch();
+                    lastLoopMillis = System.currentTimeMillis();
                     errorBackoffMs = 0;
                     switch (outcome) {
                         case IDLE -> idle();
@@ -187,6 +204,7 @@ final class Lane implements Runnable {
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    listener.loopFailed(t);
                     log.error("txoutbox-relay {}: batch failed, reconnecting: {}", laneId, t.toString(), t);
                     dropConnection();
                     errorBackoffMs = Math.min(5_000, Math.max(100, errorBackoffMs * 2));
@@ -239,7 +257,9 @@ final class Lane implements Runnable {
                 releaseConnection();
                 return false;
             }
+            commitTimestamps = tracksCommitTimestamps(connection);
             owner = true;
+            lastLoopMillis = System.currentTimeMillis();
             claimFloor.reset(); // another instance may have owned the lane meanwhile
             reserved = false; // the reservation is the ownership now
             standbyReason = null;
@@ -252,6 +272,20 @@ final class Lane implements Runnable {
             if (reserved) {
                 governor.unreserve();
             }
+        }
+    }
+
+    /** Whether the server records commit timestamps (a server setting: it changes only with a restart). */
+    private boolean tracksCommitTimestamps(Connection c) throws SQLException {
+        try (Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT current_setting('track_commit_timestamp')")) {
+            boolean on = rs.next() && "on".equals(rs.getString(1));
+            if (!on && TOLD_NO_COMMIT_TIMESTAMPS.compareAndSet(false, true)) {
+                log.info("txoutbox-relay {}: track_commit_timestamp is off, so commit→ack latency counts from the "
+                        + "relay's claim of each event (turn it on in postgresql.conf to measure from the commit)",
+                        laneId);
+            }
+            return on;
         }
     }
 
@@ -295,6 +329,7 @@ final class Lane implements Runnable {
     private Outcome runBatch() throws Exception {
         Connection c = connection;
         List<OutboxRecord> batch;
+        long claimStart = System.nanoTime();
         try {
             long from = claimFloor.beforeClaim(c);
             Map<String, Long> waiting = waitingKeys(c);
@@ -309,6 +344,7 @@ final class Lane implements Runnable {
         if (batch.isEmpty()) {
             return Outcome.IDLE;
         }
+        long claimNanos = System.nanoTime() - claimStart;
         TestHooks.hit(TestHooks.AFTER_CLAIM);
         awaitUnfinishedSend(config.sendTimeout());
         long t0 = System.nanoTime();
@@ -320,14 +356,16 @@ final class Lane implements Runnable {
         }
         TestHooks.hit(TestHooks.AFTER_SEND_BEFORE_ACK);
         List<SendResult> results = await(sending, batch);
+        long ackedAt = System.nanoTime();
         counters.batches.increment();
         if (results.stream().anyMatch(SendResult::isDelivered)) {
             TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not yet marked
         }
-        Outcome outcome = record(c, batch, results);
+        Outcome outcome = record(c, batch, results, ackedAt);
+        long done = System.nanoTime();
+        listener.batchCompleted(batch.size(), claimNanos, ackedAt - t0, done - ackedAt);
         if (log.isDebugEnabled()) {
-            log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(),
-                    (System.nanoTime() - t0) / 1_000_000);
+            log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(), (done - t0) / 1_000_000);
         }
         return outcome;
     }
@@ -364,7 +402,7 @@ final class Lane implements Runnable {
             keys[w] = e.getKey();
             fromIds[w++] = e.getValue();
         }
-        try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
+        try (PreparedStatement ps = c.prepareStatement(commitTimestamps ? sql.claimWithCommitTime : sql.claim)) {
             ps.setLong(1, from);
             ps.setArray(2, c.createArrayOf("integer", shards));
             ps.setArray(3, c.createArrayOf("text", keys));
@@ -374,7 +412,9 @@ final class Lane implements Runnable {
             ps.setFetchSize(Math.min(config.batchSize(), 250));
             long batchBytes = 0;
             try (ResultSet rs = ps.executeQuery()) {
+                claimedAtNanos = System.nanoTime();
                 while (batchBytes < config.maxBatchBytes() && rs.next()) {
+                    claimAgeMicros[batch.size()] = rs.getLong(14);
                     String json = rs.getString(9);
                     byte[] bytes = rs.getBytes(10);
                     long version = rs.getLong(7);
@@ -448,7 +488,7 @@ final class Lane implements Runnable {
     }
 
     /** Marks delivered rows published and records failures per key, in one short transaction. */
-    private Outcome record(Connection c, List<OutboxRecord> batch, List<SendResult> results)
+    private Outcome record(Connection c, List<OutboxRecord> batch, List<SendResult> results, long ackedAt)
             throws SQLException, InterruptedException {
         List<Long> published = new ArrayList<>(batch.size());
         Map<String, Integer> failedKeyAt = new HashMap<>();
@@ -468,6 +508,7 @@ final class Lane implements Runnable {
                 continue;
             }
             SendResult.Failed failed = (SendResult.Failed) result;
+            listener.sendFailed(r.topic(), failed.kind());
             if (failed.kind() == SendResult.Kind.COLLATERAL) {
                 counters.collateral.increment(); // rolled back with others: simply sent again, in order
                 continue;
@@ -540,11 +581,29 @@ final class Lane implements Runnable {
         counters.contractBreaks.add(contractBreaks);
         counters.parked.add(update.parked);
         counters.dead.add(update.dead);
+        reportPublished(batch, results, ackedAt);
+        for (int i = 0; i < update.ids.size(); i++) {
+            switch (update.states.get(i)) {
+                case "PARKED" -> listener.keyParked(update.topics.get(i));
+                case "DEAD" -> listener.deadLettered(update.topics.get(i));
+                default -> { }
+            }
+        }
         if (outage) {
             counters.outages.increment();
             return Outcome.OUTAGE;
         }
         return Outcome.WORKED;
+    }
+
+    /** Commit→ack latency per published event: its age at the claim, plus claim to acknowledgement. */
+    private void reportPublished(List<OutboxRecord> batch, List<SendResult> results, long ackedAt) {
+        long sinceClaim = Math.max(0, ackedAt - claimedAtNanos);
+        for (int i = 0; i < batch.size(); i++) {
+            if (results.get(i) instanceof SendResult.Delivered) {
+                listener.published(batch.get(i).topic(), claimAgeMicros[i] * 1_000 + sinceClaim);
+            }
+        }
     }
 
     private record Failure(OutboxRecord record, SendResult.Failed failed) {
@@ -557,11 +616,13 @@ final class Lane implements Runnable {
         final List<Long> delays = new ArrayList<>();
         final List<String> states = new ArrayList<>();
         final List<Integer> addAttempts = new ArrayList<>();
+        final List<String> topics = new ArrayList<>();
         long parked;
         long dead;
 
-        void add(long id, String error, long delayMs, String state, int addAttempt) {
+        void add(long id, String topic, String error, long delayMs, String state, int addAttempt) {
             ids.add(id);
+            topics.add(topic);
             errors.add(error);
             delays.add(delayMs);
             states.add(state);
@@ -584,7 +645,7 @@ final class Lane implements Runnable {
             // The broker is unreachable: back the key off with the lane, count no attempt — an outage must not park.
             counters.unavailable.increment();
             long delay = Math.max(nextOutageBackoffPreview(), 1);
-            update.add(r.id(), "transport unavailable: " + error, delay, "PENDING", 0);
+            update.add(r.id(), r.topic(), "transport unavailable: " + error, delay, "PENDING", 0);
             return;
         }
         counters.failedAttempts.increment();
@@ -594,19 +655,19 @@ final class Lane implements Runnable {
             long delay = config.retry().backoffAfter(attempts).toMillis();
             log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
                     r.eventId(), r.key(), attempts, config.retry().maxAttempts(), delay, error);
-            update.add(r.id(), error, delay, "PENDING", 1);
+            update.add(r.id(), r.topic(), error, delay, "PENDING", 1);
             return;
         }
         String why = permanent ? "failed permanently" : "failed " + attempts + " times";
         if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
             log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
                     laneId, r.eventId(), why, r.key(), error);
-            update.add(r.id(), error, 0, "PARKED", 1);
+            update.add(r.id(), r.topic(), error, 0, "PARKED", 1);
             update.parked++;
         } else {
             log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
                     why, r.key(), error);
-            update.add(r.id(), error, 0, "DEAD", 1);
+            update.add(r.id(), r.topic(), error, 0, "DEAD", 1);
             update.dead++;
             deadLetters.add(f);
         }

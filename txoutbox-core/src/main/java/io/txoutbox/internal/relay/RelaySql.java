@@ -13,8 +13,24 @@ final class RelaySql {
     /** Held shared by every running relay instance of the table: the members that share the lanes. */
     static final int LOCK_KIND_MEMBER = 3;
 
+    /**
+     * Where an event's commit→ack latency starts, as an age at the claim in microseconds. The commit timestamp of
+     * the row's version is its writer's commit only while no relay has updated the row: a row that failed before
+     * (it has a {@code last_error}) counts from {@code created_at}. A row whose commit time is unknown (committed
+     * before tracking was on, or frozen) counts from this claim. {@code clock_timestamp()} is read after the
+     * statement's snapshot, so it is never before a visible commit.
+     */
+    static final String COMMIT_AGE_TRACKED = "greatest(0, (extract(epoch FROM clock_timestamp() - coalesce("
+            + "CASE WHEN last_error IS NULL THEN pg_xact_commit_timestamp(xmin) ELSE created_at END,"
+            + " clock_timestamp())) * 1000000)::bigint)";
+    /** Without commit timestamps: from this claim, or from {@code created_at} for a row that failed before. */
+    static final String COMMIT_AGE_UNTRACKED = "CASE WHEN last_error IS NULL THEN 0::bigint ELSE greatest(0,"
+            + " (extract(epoch FROM clock_timestamp() - created_at) * 1000000)::bigint) END";
+
     final String waitingKeys;
     final String claim;
+    /** The claim for a server with {@code track_commit_timestamp = on}. */
+    final String claimWithCommitTime;
     final String markPublished;
     final String recordFailures;
     final int tableHash;
@@ -28,13 +44,8 @@ final class RelaySql {
                 + " WHERE shard = ANY(?)"
                 + " AND (state = 'PARKED' OR (state = 'PENDING' AND next_attempt_at IS NOT NULL))"
                 + " AND (state = 'PARKED' OR next_attempt_at > now()) GROUP BY partition_key";
-        this.claim = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
-                + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts FROM " + t
-                + " WHERE state = 'PENDING' AND id >= ? AND shard = ANY(?)"
-                + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
-                + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"
-                + " WHERE w.k = partition_key AND id >= w.from_id)"
-                + " ORDER BY id LIMIT ?";
+        this.claim = claim(t, COMMIT_AGE_UNTRACKED);
+        this.claimWithCommitTime = claim(t, COMMIT_AGE_TRACKED);
         this.markPublished = "UPDATE " + t + " SET state = 'PUBLISHED', published_at = now()"
                 + " WHERE state = 'PENDING' AND id = ANY(?)";
         this.recordFailures = "UPDATE " + t + " o SET attempts = o.attempts + f.add_attempt, last_error = f.err,"
@@ -46,6 +57,21 @@ final class RelaySql {
         CRC32 crc = new CRC32();
         crc.update((schema.schema() + "." + schema.outboxTable()).getBytes(StandardCharsets.UTF_8));
         this.tableHash = (int) crc.getValue();
+    }
+
+    /**
+     * The claim; its 14th column is how long ago, in microseconds and by the database's clock, the event's
+     * commit→ack latency starts ({@code ageSql}).
+     */
+    private static String claim(String t, String ageSql) {
+        return "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
+                + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts, " + ageSql
+                + " FROM " + t
+                + " WHERE state = 'PENDING' AND id >= ? AND shard = ANY(?)"
+                + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
+                + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"
+                + " WHERE w.k = partition_key AND id >= w.from_id)"
+                + " ORDER BY id LIMIT ?";
     }
 
     /** The 64-bit advisory lock key: the table in the high half, kind and value in the low half. */

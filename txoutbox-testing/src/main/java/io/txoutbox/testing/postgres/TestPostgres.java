@@ -70,9 +70,17 @@ public final class TestPostgres implements AutoCloseable {
 
     /** Starts a new private embedded PostgreSQL (for tests that must stop or restart the server). */
     public static TestPostgres startEmbedded() {
+        return startEmbedded(java.util.Map.of());
+    }
+
+    /**
+     * Starts a new private embedded PostgreSQL with server settings added to (or replacing) the usual ones, e.g.
+     * {@code Map.of("track_commit_timestamp", "on")}.
+     */
+    public static TestPostgres startEmbedded(java.util.Map<String, String> serverConfig) {
         try {
             long t0 = System.nanoTime();
-            EmbeddedPostgres pg = EmbeddedPostgres.builder()
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setServerConfig("synchronous_commit", "on")
                     .setServerConfig("wal_level", "logical")
                     .setServerConfig("max_wal_senders", "10")
@@ -81,8 +89,9 @@ public final class TestPostgres implements AutoCloseable {
                     .setServerConfig("fsync", "off")
                     .setServerConfig("full_page_writes", "off")
                     .setServerConfig("shared_buffers", "256MB")
-                    .setServerConfig("max_prepared_transactions", "0")
-                    .start();
+                    .setServerConfig("max_prepared_transactions", "0");
+            serverConfig.forEach(builder::setServerConfig);
+            EmbeddedPostgres pg = builder.start();
             String url = pg.getJdbcUrl("postgres", "postgres");
             log.info("txoutbox-testing: embedded PostgreSQL started in {} ms at {}",
                     (System.nanoTime() - t0) / 1_000_000, url);

@@ -1,0 +1,209 @@
+package io.txoutbox;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * Is the outbox healthy? DOWN, with reasons, when
+ * <ul>
+ *   <li>a topic's oldest pending event is older than {@code maxEventAge} (the relay is down, the broker is down, or
+ *       the relay cannot keep up);</li>
+ *   <li>a lane of the given relay is owned but has not gone round its loop for longer than {@code maxLoopStall} (a
+ *       stuck transport, a database that does not answer);</li>
+ *   <li>parked keys or dead events grew since the previous check (an event failed for good: an operator must look;
+ *       the check after, without further growth, is UP again);</li>
+ *   <li>the outbox table cannot be read.</li>
+ * </ul>
+ *
+ * <pre>{@code
+ * OutboxHealth health = OutboxHealth.builder().dataSource(dataSource).schema(schema)
+ *         .relay(relay)                              // optional: checks this instance's lanes for stalls
+ *         .maxEventAge(Duration.ofMinutes(1))
+ *         .build();
+ * OutboxHealth.Result r = health.check();           // r.status(), r.reasons()
+ * }</pre>
+ *
+ * Each check runs two short statements ({@link OutboxStatus#backlog}); call it every few seconds at most. No
+ * framework needed; thread-safe.
+ */
+public final class OutboxHealth {
+
+    /** Default: alert when an event waits longer than this. */
+    public static final Duration DEFAULT_MAX_EVENT_AGE = Duration.ofMinutes(5);
+    /**
+     * Default: a lane is stuck when it has not gone round its loop for this long. Above the relay's default
+     * {@code sendTimeout} (30 s), the longest a healthy lane waits for one batch.
+     */
+    public static final Duration DEFAULT_MAX_LOOP_STALL = Duration.ofSeconds(60);
+
+    public enum Status { UP, DOWN }
+
+    /**
+     * The outcome of one check.
+     *
+     * @param backlog what the check read; null when the table could not be read
+     */
+    public record Result(Status status, List<String> reasons, Instant checkedAt, OutboxStatus.Backlog backlog) {
+
+        public Result {
+            reasons = List.copyOf(reasons);
+        }
+
+        public boolean isUp() {
+            return status == Status.UP;
+        }
+
+        @Override
+        public String toString() {
+            return status + (reasons.isEmpty() ? "" : " " + reasons);
+        }
+    }
+
+    private final DataSource dataSource;
+    private final OutboxSchema schema;
+    private final PollingRelay relay;
+    private final Duration maxEventAge;
+    private final Duration maxLoopStall;
+    private final Clock clock;
+    private long lastParked = -1;
+    private long lastDead = -1;
+
+    private OutboxHealth(Builder b) {
+        this.dataSource = b.dataSource;
+        this.schema = b.schema;
+        this.relay = b.relay;
+        this.maxEventAge = b.maxEventAge;
+        this.maxLoopStall = b.maxLoopStall;
+        this.clock = b.clock;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Reads the backlog, looks at the relay's lanes, and says UP or DOWN with the reasons. */
+    public synchronized Result check() {
+        List<String> reasons = new ArrayList<>();
+        Instant now = clock.instant();
+        OutboxStatus.Backlog backlog = null;
+        try {
+            backlog = OutboxStatus.backlog(dataSource, schema);
+        } catch (RuntimeException e) {
+            reasons.add("cannot read the outbox " + schema + ": " + e.getMessage());
+        }
+        if (backlog != null) {
+            for (OutboxStatus.TopicStatus t : backlog.topics()) {
+                if (t.oldestPendingAge().compareTo(maxEventAge) > 0) {
+                    reasons.add("topic " + t.topic() + ": the oldest of " + t.pending() + " pending events is "
+                            + seconds(t.oldestPendingAge()) + " old (health.maxEventAge " + seconds(maxEventAge)
+                            + ")");
+                }
+            }
+            if (lastParked >= 0 && backlog.parkedKeys() > lastParked) {
+                reasons.add("parked keys grew from " + lastParked + " to " + backlog.parkedKeys()
+                        + " since the last check: see OutboxAdmin.parkedKeys()");
+            }
+            if (lastDead >= 0 && backlog.deadEvents() > lastDead) {
+                reasons.add("dead events grew from " + lastDead + " to " + backlog.deadEvents()
+                        + " since the last check: see OutboxAdmin.deadEvents()");
+            }
+            lastParked = backlog.parkedKeys();
+            lastDead = backlog.deadEvents();
+        }
+        if (relay != null) {
+            for (PollingRelay.LaneStatus lane : relay.lanes()) {
+                Duration since = Duration.between(lane.lastLoopAt(), now);
+                if (since.compareTo(maxLoopStall) > 0) {
+                    reasons.add("relay " + relay.instanceId() + " lane " + lane.lane()
+                            + " has not completed a loop for " + seconds(since) + " (health.maxLoopStall "
+                            + seconds(maxLoopStall) + ")");
+                }
+            }
+        }
+        return new Result(reasons.isEmpty() ? Status.UP : Status.DOWN, reasons, now, backlog);
+    }
+
+    private static String seconds(Duration d) {
+        return String.format(Locale.ROOT, "%.1f s", d.toMillis() / 1000.0);
+    }
+
+    /** Validating builder; {@link #build()} names the property at fault. */
+    public static final class Builder {
+        private DataSource dataSource;
+        private OutboxSchema schema = OutboxSchema.defaults();
+        private PollingRelay relay;
+        private Duration maxEventAge = DEFAULT_MAX_EVENT_AGE;
+        private Duration maxLoopStall = DEFAULT_MAX_LOOP_STALL;
+        private Clock clock = Clock.systemUTC();
+
+        private Builder() {
+        }
+
+        /** Where the outbox table is read; any pool will do (two short statements per check). */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = dataSource;
+            return this;
+        }
+
+        public Builder schema(OutboxSchema schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        /** A relay of this JVM whose lanes are checked for stalls; optional. */
+        public Builder relay(PollingRelay relay) {
+            this.relay = relay;
+            return this;
+        }
+
+        /** DOWN when a topic's oldest pending event is older; default {@link #DEFAULT_MAX_EVENT_AGE}. */
+        public Builder maxEventAge(Duration maxEventAge) {
+            this.maxEventAge = maxEventAge;
+            return this;
+        }
+
+        /**
+         * DOWN when an owned lane has not gone round its loop for longer; default {@link #DEFAULT_MAX_LOOP_STALL}.
+         * Keep it above the relay's {@code sendTimeout} and {@code outageBackoffMax}.
+         */
+        public Builder maxLoopStall(Duration maxLoopStall) {
+            this.maxLoopStall = maxLoopStall;
+            return this;
+        }
+
+        /** The clock lanes' loop times are compared with (the JVM's); for tests. */
+        public Builder clock(Clock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        public OutboxHealth build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("health.dataSource is required: the check reads the outbox "
+                        + "table");
+            }
+            Objects.requireNonNull(schema, "health.schema must not be null");
+            Objects.requireNonNull(clock, "health.clock must not be null");
+            positive("health.maxEventAge", maxEventAge);
+            positive("health.maxLoopStall", maxLoopStall);
+            if (relay != null && maxLoopStall.compareTo(relay.config().sendTimeout()) <= 0) {
+                throw new InvalidConfigurationException("health.maxLoopStall (" + maxLoopStall + ") must be longer "
+                        + "than the relay's sendTimeout (" + relay.config().sendTimeout() + "): a healthy lane may "
+                        + "wait that long for one batch");
+            }
+            return new OutboxHealth(this);
+        }
+
+        private static void positive(String property, Duration d) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new InvalidConfigurationException(property + " must be > 0, was " + d);
+            }
+        }
+    }
+}

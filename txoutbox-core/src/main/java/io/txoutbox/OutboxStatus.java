@@ -1,0 +1,156 @@
+package io.txoutbox;
+
+import io.txoutbox.internal.StatusSql;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import javax.sql.DataSource;
+
+/**
+ * The state of an outbox in one call, as the CLI, a status page or a health endpoint shows it:
+ *
+ * <pre>{@code
+ * OutboxStatus status = OutboxStatus.snapshot(dataSource, OutboxSchema.defaults());
+ * System.out.println(status.toText());       // pending, event age per topic, parked, dead, relays and lanes
+ * status.oldestPendingAge();                 // what to alert on
+ * }</pre>
+ *
+ * <p>Times come from the database's clock, so every instance sees the same ages. The <b>event age</b> of a topic is
+ * the age of its oldest pending event, from its {@code created_at} (the start of the writing transaction).
+ *
+ * @param backlog        pending events per topic, parked keys and dead events
+ * @param lanes          the relay lanes owned now, across all instances ({@link OutboxAdmin#laneOwners()})
+ * @param pendingByShard pending events per shard, only shards that have some ({@link OutboxAdmin#pendingByShard()})
+ */
+public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, Map<Integer, Long> pendingByShard) {
+
+    public OutboxStatus {
+        Objects.requireNonNull(backlog, "backlog");
+        lanes = List.copyOf(lanes);
+        pendingByShard = Map.copyOf(pendingByShard);
+    }
+
+    /** One topic with pending events: how many, and the age of the oldest. */
+    public record TopicStatus(String topic, long pending, Duration oldestPendingAge) {
+    }
+
+    /**
+     * The counts alone, without the relays: what gauges and health checks sample (two statements). Parked keys: each
+     * parked key has one parked head event, the key's later events wait as pending behind it.
+     *
+     * @param takenAt    the database's time of the reading
+     * @param topics     topics with pending events, by name
+     * @param parkedKeys keys whose head event is parked
+     * @param deadEvents events given up by the failure policy or by an operator
+     */
+    public record Backlog(Instant takenAt, List<TopicStatus> topics, long parkedKeys, long deadEvents) {
+
+        public Backlog {
+            Objects.requireNonNull(takenAt, "takenAt");
+            topics = List.copyOf(topics);
+        }
+
+        /** Pending events of all topics (including those held back behind parked keys). */
+        public long pending() {
+            long n = 0;
+            for (TopicStatus t : topics) {
+                n += t.pending();
+            }
+            return n;
+        }
+
+        /** The age of the oldest pending event of any topic; zero when nothing is pending. */
+        public Duration oldestPendingAge() {
+            Duration max = Duration.ZERO;
+            for (TopicStatus t : topics) {
+                if (t.oldestPendingAge().compareTo(max) > 0) {
+                    max = t.oldestPendingAge();
+                }
+            }
+            return max;
+        }
+    }
+
+    /** Reads the backlog, the lane owners and the pending events per shard (four short statements). */
+    public static OutboxStatus snapshot(DataSource dataSource, OutboxSchema schema) {
+        Objects.requireNonNull(dataSource, "dataSource");
+        Objects.requireNonNull(schema, "schema");
+        Backlog backlog = backlog(dataSource, schema);
+        OutboxAdmin admin = OutboxAdmin.create(dataSource, schema);
+        return new OutboxStatus(backlog, admin.laneOwners(), admin.pendingByShard());
+    }
+
+    /** Reads only the backlog (two statements): for gauges and health checks sampled every few seconds. */
+    public static Backlog backlog(DataSource dataSource, OutboxSchema schema) {
+        Objects.requireNonNull(dataSource, "dataSource");
+        Objects.requireNonNull(schema, "schema");
+        return new StatusSql(schema).backlog(dataSource);
+    }
+
+    public Instant takenAt() {
+        return backlog.takenAt();
+    }
+
+    public long pending() {
+        return backlog.pending();
+    }
+
+    public Duration oldestPendingAge() {
+        return backlog.oldestPendingAge();
+    }
+
+    public long parkedKeys() {
+        return backlog.parkedKeys();
+    }
+
+    public long deadEvents() {
+        return backlog.deadEvents();
+    }
+
+    /** The relay instances that own lanes now, each with its lanes in order. */
+    public Map<String, List<Integer>> instances() {
+        Map<String, List<Integer>> out = new TreeMap<>();
+        for (OutboxAdmin.LaneOwner owner : lanes) {
+            out.computeIfAbsent(owner.instanceId(), k -> new ArrayList<>()).add(owner.lane());
+        }
+        out.replaceAll((k, v) -> List.copyOf(v));
+        return out;
+    }
+
+    /** A plain-text rendering for a terminal: one fact per line, ages in seconds. */
+    public String toText() {
+        StringBuilder b = new StringBuilder();
+        b.append("outbox status at ").append(takenAt()).append('\n');
+        b.append("pending: ").append(pending()).append(", oldest ").append(seconds(oldestPendingAge())).append('\n');
+        for (TopicStatus t : backlog.topics()) {
+            b.append("  topic ").append(t.topic()).append(": ").append(t.pending()).append(" pending, oldest ")
+                    .append(seconds(t.oldestPendingAge())).append('\n');
+        }
+        b.append("parked keys: ").append(parkedKeys()).append('\n');
+        b.append("dead events: ").append(deadEvents()).append('\n');
+        Map<String, List<Integer>> instances = instances();
+        b.append("relay instances: ").append(instances.size()).append(", lanes owned: ").append(lanes.size())
+                .append('\n');
+        for (Map.Entry<String, List<Integer>> e : instances.entrySet()) {
+            b.append("  ").append(e.getKey()).append(": lanes ").append(e.getValue()).append('\n');
+        }
+        if (!pendingByShard.isEmpty()) {
+            b.append("pending by shard: ").append(new TreeMap<>(pendingByShard)).append('\n');
+        }
+        return b.toString();
+    }
+
+    @Override
+    public String toString() {
+        return toText();
+    }
+
+    private static String seconds(Duration d) {
+        return String.format(Locale.ROOT, "%.1f s", d.toMillis() / 1000.0);
+    }
+}

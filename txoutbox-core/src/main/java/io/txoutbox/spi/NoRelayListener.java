@@ -1,0 +1,6 @@
+package io.txoutbox.spi;
+
+/** The default {@link RelayListener}: ignores everything. */
+enum NoRelayListener implements RelayListener {
+    INSTANCE
+}
