@@ -67,6 +67,9 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         if (cutoff == null) {
             throw new IllegalArgumentException("cutoff must not be null");
         }
+        if (closed.get()) {
+            throw new IllegalStateException("this retention job was closed; build a new one to run again");
+        }
         runLock.lock();
         try {
             runs.incrementAndGet();
