@@ -3,6 +3,7 @@ package io.txoutbox.internal.retention;
 import io.txoutbox.InboxAdmin;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxRetention;
+import io.txoutbox.internal.Identifiers;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -47,10 +48,14 @@ public final class DefaultOutboxRetention implements OutboxRetention {
     private final AtomicLong failedRuns = new AtomicLong();
     private final AtomicLong deletedTotal = new AtomicLong();
     private volatile ScheduledExecutorService executor;
+    private final String brinIndex;
+    private volatile boolean warnedSummarize;
 
     public DefaultOutboxRetention(Config config) {
         this.config = config;
         this.table = config.schema().qualifiedOutboxTable();
+        this.brinIndex = Identifiers.quote(config.schema().schema()) + "."
+                + Identifiers.quote(config.schema().outboxTable() + "_id");
         this.probe = "SELECT min(id), min(id) FILTER (WHERE created_at >= ?) FROM " + table
                 + " WHERE id >= ? AND id < ?";
         this.delete = "DELETE FROM " + table + " WHERE id >= ? AND id < ? AND state = 'PUBLISHED'"
@@ -110,6 +115,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
+                summarizeNewPages(c);
                 long[] bounds = idBounds(c);
                 if (bounds == null) {
                     return walk;
@@ -186,6 +192,33 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             throw new OutboxException("retention of " + config.schema() + " failed after deleting " + walk.deleted
                     + " rows: " + e.getMessage() + " (SQLState " + e.getSQLState() + "); the next run goes on",
                     e, SqlErrors.isRetriable(e));
+        }
+    }
+
+    /**
+     * Summarizes the BRIN index's new page ranges once per run: an unsummarized range matches every id-range query,
+     * so without this each batch would also read the whole tail of the table written since the last vacuum
+     * (measured: 11,500 pages instead of 256 for a 5,000-id range of a 500,000-row table). Needs the index's owner
+     * and waits for no autovacuum: when it cannot, the run goes on and autovacuum ({@code autosummarize}) does it.
+     */
+    private void summarizeNewPages(Connection c) throws SQLException {
+        try {
+            limitTransaction(c);
+            try (PreparedStatement ps = c.prepareStatement("SELECT brin_summarize_new_values(?::regclass)")) {
+                ps.setString(1, brinIndex);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    log.debug("txoutbox-retention: summarized {} new page ranges of {}", rs.getLong(1), brinIndex);
+                }
+            }
+            c.commit();
+        } catch (SQLException e) {
+            rollbackQuietly(c);
+            if (!warnedSummarize) {
+                warnedSummarize = true;
+                log.info("txoutbox-retention: could not summarize {} ({}, SQLState {}); batches may read more pages"
+                        + " until autovacuum summarizes it", brinIndex, e.getMessage(), e.getSQLState());
+            }
         }
     }
 
