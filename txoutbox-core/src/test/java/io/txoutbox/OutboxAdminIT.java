@@ -217,6 +217,13 @@ class OutboxAdminIT {
     }
 
     @Test
+    void an_outbox_table_without_the_v3_columns_gets_an_error_that_says_to_migrate() {
+        db.execute("ALTER TABLE " + t + " DROP COLUMN operator_action");
+        assertThatThrownBy(() -> admin.failedEvents(EventFilter.dead(), 0, 10)).isInstanceOf(OutboxException.class)
+                .hasMessageContaining("operator_action").hasMessageContaining("run OutboxSchema.migrate");
+    }
+
+    @Test
     void bad_arguments_are_refused_with_the_fix() {
         UUID dead = row("DEAD", "orders", "E", "k1", "1 hour", "1 minute");
         assertThatThrownBy(() -> admin.requeue(dead, " ")).isInstanceOf(IllegalArgumentException.class)

@@ -100,8 +100,10 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")",
-                    e, SqlErrors.isRetriable(e));
+            String hint = "42703".equals(e.getSQLState()) ? "; the outbox table is older than this version of"
+                    + " txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)" : "";
+            throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
+                    + hint, e, SqlErrors.isRetriable(e));
         }
     }
 
