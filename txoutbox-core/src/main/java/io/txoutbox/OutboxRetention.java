@@ -25,7 +25,8 @@ import javax.sql.DataSource;
  * relay touches any more, and takes no lock a writer waits for; {@code lock_timeout} and {@code statement_timeout}
  * bound it. A range that cannot be deleted (a lock timeout) is left for the next run. The walk ends at the first row
  * created after the cutoff: ids are drawn in time order, so no later row can have been published before it.
- * {@code PENDING}, {@code PARKED}, {@code DEAD} and {@code DISCARDED} rows are never deleted.
+ * {@code PENDING}, {@code PARKED}, {@code DEAD} and {@code DISCARDED} rows are never deleted. Of several instances
+ * running retention on one table, one runs at a time (a session advisory lock); the others skip their run.
  *
  * <p>The cutoff is {@code clock.instant() - retention}; {@code published_at} is the database's clock. For high
  * volumes a time-partitioned outbox table, whose old partitions are dropped instead of deleted, avoids DELETE bloat
@@ -44,10 +45,11 @@ public interface OutboxRetention extends AutoCloseable {
     /**
      * What one run removed: outbox rows {@code deleted} in {@code batches} transactions (the largest deleted
      * {@code largestBatch} rows), {@code failedBatches} ranges left for the next run, and what the inbox retention
-     * purged ({@code null} when not configured).
+     * purged ({@code null} when not configured). {@code anotherRunActive}: another session (another instance of the
+     * service, say) was running the retention of this table, so this run did nothing.
      */
     record Result(Instant cutoff, long deleted, int batches, int largestBatch, int failedBatches,
-            InboxAdmin.Purged inbox) {
+            InboxAdmin.Purged inbox, boolean anotherRunActive) {
     }
 
     /** Runs the retention now, on the calling thread; runs of one instance never overlap. */

@@ -89,11 +89,20 @@ class OutboxRetentionIT {
         assertThat(count("state = 'PUBLISHED'")).isEqualTo(50);
         // nothing left to do
         assertThat(retention().batchSize(100).build().runOnce().deleted()).isZero();
-        // the run summarized the BRIN index's new page ranges (otherwise every batch reads the whole tail)
-        assertThat(db.queryLong("SELECT brin_summarize_new_values('" + schema.outboxTable() + "_id'::regclass)"))
-                .isZero();
-        assertThat(db.queryLong("SELECT count(*) FROM pg_class WHERE relname = '" + schema.outboxTable() + "_id'"
+    }
+
+    @Test
+    void a_run_first_summarizes_the_brin_index_so_batches_read_only_their_pages() {
+        String index = schema.outboxTable() + "_id";
+        assertThat(db.queryLong("SELECT count(*) FROM pg_class WHERE relname = '" + index + "'"
                 + " AND 'autosummarize=on' = ANY(reloptions)")).isEqualTo(1);
+        // nobody else summarizes in this test: no autovacuum, no autosummarize
+        db.execute("ALTER TABLE " + t + " SET (autovacuum_enabled = false)",
+                "ALTER INDEX " + db.schema() + "." + index + " SET (autosummarize = off)");
+        insert(20_000, "'PUBLISHED'", "3 days", "2 days");
+        db.execute("SELECT brin_desummarize_range('" + index + "'::regclass, 0)");
+        retention().build().deleteOlderThan(dbNow.minus(Duration.ofDays(30)));   // deletes nothing, summarizes
+        assertThat(db.queryLong("SELECT brin_summarize_new_values('" + index + "'::regclass)")).isZero();
     }
 
     @Test
@@ -156,6 +165,37 @@ class OutboxRetentionIT {
         }
         job.close(); // idempotent
         assertThatThrownBy(job::runOnce).hasMessageContaining("closed");
+    }
+
+    @Test
+    void of_two_runs_on_one_table_one_works_and_the_other_skips() throws Exception {
+        insert(100, "'PUBLISHED'", "3 days", "2 days");
+        int[] key = io.txoutbox.internal.retention.DefaultOutboxRetention.runLockKey(schema);
+        try (Connection other = db.connect(); Statement st = other.createStatement()) {
+            st.execute("SELECT pg_advisory_lock(" + key[0] + ", " + key[1] + ")"); // another instance's run
+            OutboxRetention.Result skipped = retention().build().runOnce();
+            assertThat(skipped.anotherRunActive()).isTrue();
+            assertThat(skipped.deleted()).isZero();
+            assertThat(count("true")).isEqualTo(100);
+        }
+        // a pool keeps the session alive after close(): the run must release its lock itself
+        try (Connection pooled = db.connect()) {
+            Connection keptOpen = (Connection) java.lang.reflect.Proxy.newProxyInstance(
+                    Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) ->
+                            method.getName().equals("close") ? null : method.invoke(pooled, args));
+            DataSource pool = new DelegatingDataSource(db.dataSource()) {
+                @Override
+                public Connection getConnection() {
+                    return keptOpen;
+                }
+            };
+            OutboxRetention.Result r = retention().dataSource(pool).build().runOnce();
+            assertThat(r.anotherRunActive()).isFalse();
+            assertThat(r.deleted()).isEqualTo(100);
+            assertThat(db.queryLong("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = "
+                    + Integer.toUnsignedLong(key[0]) + " AND objid::bigint = " + Integer.toUnsignedLong(key[1])))
+                    .isZero();
+        }
     }
 
     @Test

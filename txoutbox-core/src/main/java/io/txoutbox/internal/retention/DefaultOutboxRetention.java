@@ -80,6 +80,11 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             runs.incrementAndGet();
             long t0 = System.nanoTime();
             Walk walk = walk(cutoff);
+            if (walk.anotherRunActive) {
+                log.info("txoutbox-retention: another session is running the retention of {}; skipped this run",
+                        config.schema());
+                return new Result(cutoff, 0, 0, 0, 0, null, true);
+            }
             InboxAdmin.Purged inbox = null;
             if (config.processedEventRetention() != null && !closed.get()) {
                 inbox = InboxAdmin.create(config.dataSource(), config.schema())
@@ -87,7 +92,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             }
             deletedTotal.addAndGet(walk.deleted);
             Result result = new Result(cutoff, walk.deleted, walk.batches, walk.largestBatch, walk.failedBatches,
-                    inbox);
+                    inbox, false);
             log.info("txoutbox-retention: deleted {} published rows of {} published before {} in {} batches"
                     + " ({} left for the next run) in {} ms", walk.deleted, config.schema(), cutoff, walk.batches,
                     walk.failedBatches, (System.nanoTime() - t0) / 1_000_000);
@@ -105,6 +110,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         int batches;
         int largestBatch;
         int failedBatches;
+        boolean anotherRunActive;
     }
 
     private Walk walk(Instant cutoff) {
@@ -115,70 +121,14 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                summarizeNewPages(c);
-                long[] bounds = idBounds(c);
-                if (bounds == null) {
+                if (!tryRunLock(c)) {
+                    walk.anotherRunActive = true;
                     return walk;
                 }
-                long pos = bounds[0];
-                long top = bounds[1];
-                boolean idsInTimeOrder = bounds[2] == 1;
-                long window = batchSize;
-                try (PreparedStatement p = c.prepareStatement(probe);
-                        PreparedStatement d = c.prepareStatement(delete)) {
-                    while (pos <= top && !closed.get() && !Thread.currentThread().isInterrupted()) {
-                        long[] found;
-                        int n;
-                        long from;
-                        long to = saturatedAdd(pos, window);
-                        try {
-                            limitTransaction(c);
-                            p.setObject(1, cutoffTs);
-                            p.setLong(2, pos);
-                            p.setLong(3, saturatedAdd(pos, window));
-                            found = firstRows(p);
-                            if (found == null) {
-                                c.commit();
-                                pos = saturatedAdd(pos, window);
-                                window = Math.min(window * 2, (long) batchSize * MAX_PROBE_BATCHES);
-                                continue;
-                            }
-                            if (idsInTimeOrder && found[1] != Long.MIN_VALUE) {
-                                // created after the cutoff: this row and every later id were drawn after it
-                                top = Math.min(top, found[1] - 1);
-                            }
-                            from = found[0];
-                            if (from > top) {
-                                c.commit();
-                                break;
-                            }
-                            to = Math.min(saturatedAdd(from, batchSize), saturatedAdd(top, 1));
-                            d.setLong(1, from);
-                            d.setLong(2, to);
-                            d.setObject(3, cutoffTs);
-                            n = d.executeUpdate();
-                            c.commit();
-                        } catch (SQLException e) {
-                            rollbackQuietly(c);
-                            if (!skippable(e)) {
-                                throw e;
-                            }
-                            walk.failedBatches++;
-                            log.warn("txoutbox-retention: batch at id {} of {} left for the next run: {} (SQLState {})",
-                                    pos, config.schema(), e.getMessage(), e.getSQLState());
-                            pos = to;
-                            window = batchSize;
-                            continue;
-                        }
-                        walk.batches++;
-                        walk.deleted += n;
-                        walk.largestBatch = Math.max(walk.largestBatch, n);
-                        pos = to;
-                        window = batchSize;
-                        if (n > 0) {
-                            pause();
-                        }
-                    }
+                try {
+                    walkLocked(c, walk, cutoffTs, batchSize);
+                } finally {
+                    unlockRun(c);
                 }
                 return walk;
             } finally {
@@ -192,6 +142,114 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             throw new OutboxException("retention of " + config.schema() + " failed after deleting " + walk.deleted
                     + " rows: " + e.getMessage() + " (SQLState " + e.getSQLState() + "); the next run goes on",
                     e, SqlErrors.isRetriable(e));
+        }
+    }
+
+    /**
+     * The advisory lock of one table's retention, held by a run's session: of several instances running retention
+     * on one table (one per service replica, say), one walks it at a time and the others skip their run instead of
+     * waiting on the same rows. Two-int keys: "txrt" and the table's CRC (the relay's locks use the one-bigint form).
+     */
+    public static int[] runLockKey(io.txoutbox.OutboxSchema schema) {
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update((schema.schema() + "." + schema.outboxTable()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return new int[] {0x74787274, (int) crc.getValue()};
+    }
+
+    private boolean tryRunLock(Connection c) throws SQLException {
+        int[] key = runLockKey(config.schema());
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?, ?)")) {
+            ps.setInt(1, key[0]);
+            ps.setInt(2, key[1]);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                boolean got = rs.getBoolean(1);
+                c.commit();
+                return got;
+            }
+        }
+    }
+
+    private void unlockRun(Connection c) {
+        int[] key = runLockKey(config.schema());
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
+            rollbackQuietly(c);
+            ps.setInt(1, key[0]);
+            ps.setInt(2, key[1]);
+            ps.execute();
+            c.commit();
+        } catch (SQLException e) {
+            // a broken session has released its locks already
+            log.debug("txoutbox-retention: unlock failed: {}", e.toString());
+        }
+    }
+
+    private void walkLocked(Connection c, Walk walk, java.time.OffsetDateTime cutoffTs, int batchSize)
+            throws SQLException {
+        summarizeNewPages(c);
+        long[] bounds = idBounds(c);
+        if (bounds == null) {
+            return;
+        }
+        long pos = bounds[0];
+        long top = bounds[1];
+        boolean idsInTimeOrder = bounds[2] == 1;
+        long window = batchSize;
+        try (PreparedStatement p = c.prepareStatement(probe);
+                PreparedStatement d = c.prepareStatement(delete)) {
+            while (pos <= top && !closed.get() && !Thread.currentThread().isInterrupted()) {
+                long[] found;
+                int n;
+                long from;
+                long to = saturatedAdd(pos, window);
+                try {
+                    limitTransaction(c);
+                    p.setObject(1, cutoffTs);
+                    p.setLong(2, pos);
+                    p.setLong(3, saturatedAdd(pos, window));
+                    found = firstRows(p);
+                    if (found == null) {
+                        c.commit();
+                        pos = saturatedAdd(pos, window);
+                        window = Math.min(window * 2, (long) batchSize * MAX_PROBE_BATCHES);
+                        continue;
+                    }
+                    if (idsInTimeOrder && found[1] != Long.MIN_VALUE) {
+                        // created after the cutoff: this row and every later id were drawn after it
+                        top = Math.min(top, found[1] - 1);
+                    }
+                    from = found[0];
+                    if (from > top) {
+                        c.commit();
+                        break;
+                    }
+                    to = Math.min(saturatedAdd(from, batchSize), saturatedAdd(top, 1));
+                    d.setLong(1, from);
+                    d.setLong(2, to);
+                    d.setObject(3, cutoffTs);
+                    n = d.executeUpdate();
+                    c.commit();
+                } catch (SQLException e) {
+                    rollbackQuietly(c);
+                    if (!skippable(e)) {
+                        throw e;
+                    }
+                    walk.failedBatches++;
+                    log.warn("txoutbox-retention: batch at id {} of {} left for the next run: {} (SQLState {})",
+                            pos, config.schema(), e.getMessage(), e.getSQLState());
+                    pos = to;
+                    window = batchSize;
+                    continue;
+                }
+                walk.batches++;
+                walk.deleted += n;
+                walk.largestBatch = Math.max(walk.largestBatch, n);
+                pos = to;
+                window = batchSize;
+                if (n > 0) {
+                    pause();
+                }
+            }
         }
     }
 
