@@ -164,10 +164,32 @@ class SchemaMigrationIT {
         OutboxSchema b = OutboxSchema.builder().schema(a.schema()).outboxTable("billing_outbox").shards(8).build();
         a.migrate(postgres.database().dataSource());
         b.migrate(postgres.database().dataSource());
-        // V1 and V2 per outbox table; V2 (the inbox, shared by the schema) ran twice without harm
+        // every script per outbox table; V2 (the inbox, shared by the schema) ran twice without harm
         assertThat(count("SELECT count(*) FROM " + a.schema() + ".txoutbox_schema_history")).isEqualTo(2 * SCRIPTS);
         assertThat(count("SELECT count(*) FROM pg_tables WHERE schemaname = '" + a.schema()
                 + "' AND tablename IN ('inbox_event', 'processed_event', 'applied_version')")).isEqualTo(3);
+    }
+
+    @Test
+    void an_outbox_at_version_2_with_rows_is_upgraded_to_3_and_3_can_run_again() {
+        OutboxSchema schema = fresh("v3");
+        schema.migrate(postgres.database().dataSource());
+        String t = schema.qualifiedOutboxTable();
+        postgres.database().execute(
+                "ALTER TABLE " + t + " DROP COLUMN failed_at, DROP COLUMN operator_action, DROP COLUMN operator_name,"
+                        + " DROP COLUMN operator_at",
+                "DELETE FROM " + schema.schema() + ".txoutbox_schema_history WHERE version = 3",
+                "INSERT INTO " + t + " (topic, aggregate_type, aggregate_id, event_type, state)"
+                        + " VALUES ('orders', 'Order', '1', 'E', 'DEAD')");
+        schema.migrate(postgres.database().dataSource());
+        postgres.database().execute("DELETE FROM " + schema.schema() + ".txoutbox_schema_history WHERE version = 3");
+        schema.migrate(postgres.database().dataSource()); // every V3 statement is idempotent
+        postgres.database().execute("UPDATE " + t + " SET state = 'DISCARDED', operator_action = 'DISCARDED',"
+                + " operator_name = 'ops', operator_at = now()");
+        assertThat(count("SELECT count(*) FROM " + t + " WHERE state = 'DISCARDED' AND operator_name = 'ops'"))
+                .isEqualTo(1);
+        assertThatThrownBy(() -> postgres.database().execute("UPDATE " + t + " SET state = 'GONE'"))
+                .hasMessageContaining("_state");
     }
 
     @Test

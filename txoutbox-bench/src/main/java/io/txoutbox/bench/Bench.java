@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
  * xmin horizon). Each prints a table and the command that reproduces it.
  */
 @Command(name = "txoutbox-bench", mixinStandardHelpOptions = true,
-        subcommands = {DrainBench.class, SteadyBench.class, LongTxBench.class, TakeoverBench.class},
+        subcommands = {DrainBench.class, SteadyBench.class, LongTxBench.class, TakeoverBench.class,
+                RetentionBench.class},
         description = "End-to-end benchmarks of txoutbox on PostgreSQL and Kafka.")
 public final class Bench implements Runnable {
 

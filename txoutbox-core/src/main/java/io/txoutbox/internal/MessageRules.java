@@ -109,7 +109,7 @@ public final class MessageRules {
     }
 
     /** For error messages: the value with control characters escaped and cut to a readable length. */
-    static String printable(String s) {
+    public static String printable(String s) {
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < s.length() && b.length() < 80; i++) {
             char c = s.charAt(i);

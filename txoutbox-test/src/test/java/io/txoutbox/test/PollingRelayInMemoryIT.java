@@ -259,6 +259,8 @@ class PollingRelayInMemoryIT {
         assertThat(parked.lastError()).contains("injected permanent failure");
         assertThat(DeliveredEvents.of(transport.delivered()).eventTypesOfKey("k1")).containsExactly("E1");
         await().atMost(WAIT).until(() -> relay.stats().parked() == 1);
+        assertThat(db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                + " WHERE state = 'PARKED' AND failed_at IS NOT NULL")).as("parking sets failed_at").isEqualTo(1);
 
         poison.remove();
         assertThat(admin.retryNow(parked.eventId())).isTrue();

@@ -50,6 +50,7 @@ final class RelaySql {
                 + " WHERE state = 'PENDING' AND id = ANY(?)";
         this.recordFailures = "UPDATE " + t + " o SET attempts = o.attempts + f.add_attempt, last_error = f.err,"
                 + " state = f.new_state,"
+                + " failed_at = CASE WHEN f.new_state IN ('PARKED', 'DEAD') THEN now() ELSE o.failed_at END,"
                 + " next_attempt_at = CASE WHEN f.new_state = 'PENDING' THEN now() + f.delay_ms * interval '1 ms' END"
                 + " FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::int[])"
                 + " AS f(id, err, delay_ms, new_state, add_attempt)"

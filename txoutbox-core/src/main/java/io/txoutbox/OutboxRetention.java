@@ -1,0 +1,209 @@
+package io.txoutbox;
+
+import io.txoutbox.internal.retention.DefaultOutboxRetention;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * Deletes published outbox rows older than a retention, in small batches that never hold writers up.
+ *
+ * <pre>{@code
+ * OutboxRetention retention = OutboxRetention.builder()
+ *         .dataSource(dataSource).schema(schema)
+ *         .retention(Duration.ofDays(7))            // PUBLISHED rows published longer ago than this go
+ *         .interval(Duration.ofHours(1))
+ *         .build().start();                         // first run now, then every interval; close() stops it
+ * OutboxRetention.Result r = retention.runOnce();  // or run it from your own scheduler
+ * }</pre>
+ *
+ * <p>A run walks the table's {@code id}s upward in ranges of {@code batchSize} (the BRIN index on {@code id} finds
+ * a range's pages) and deletes, in one short transaction per range, the rows of the range that are {@code PUBLISHED}
+ * with {@code published_at} before the cutoff. A batch locks at most {@code batchSize} rows that no writer and no
+ * relay touches any more, and takes no lock a writer waits for; {@code lock_timeout} and {@code statement_timeout}
+ * bound it. A range that cannot be deleted (a lock timeout) is left for the next run. The walk ends at the first row
+ * created after the cutoff: ids are drawn in time order, so no later row can have been published before it.
+ * {@code PENDING}, {@code PARKED}, {@code DEAD} and {@code DISCARDED} rows are never deleted. Of several instances
+ * running retention on one table, one runs at a time (a session advisory lock); the others skip their run.
+ *
+ * <p>The cutoff is {@code clock.instant() - retention}; {@code published_at} is the database's clock. For high
+ * volumes a time-partitioned outbox table, whose old partitions are dropped instead of deleted, avoids DELETE bloat
+ * (planned; see the README's "Operations").
+ */
+public interface OutboxRetention extends AutoCloseable {
+
+    Duration DEFAULT_RETENTION = Duration.ofDays(7);
+    int DEFAULT_BATCH_SIZE = 5_000;
+    Duration DEFAULT_PAUSE_BETWEEN_BATCHES = Duration.ofMillis(20);
+    Duration DEFAULT_INTERVAL = Duration.ofHours(1);
+    Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(1);
+    Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
+    Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
+
+    /**
+     * What one run removed: outbox rows {@code deleted} in {@code batches} transactions (the largest deleted
+     * {@code largestBatch} rows), {@code failedBatches} ranges left for the next run, and what the inbox retention
+     * purged ({@code null} when not configured). {@code anotherRunActive}: another session (another instance of the
+     * service, say) was running the retention of this table, so this run did nothing.
+     */
+    record Result(Instant cutoff, long deleted, int batches, int largestBatch, int failedBatches,
+            InboxAdmin.Purged inbox, boolean anotherRunActive) {
+    }
+
+    /** Runs the retention now, on the calling thread; runs of one instance never overlap. */
+    Result runOnce();
+
+    /** Deletes published rows published before {@code cutoff}; {@link #runOnce()} with an explicit cutoff. */
+    Result deleteOlderThan(Instant cutoff);
+
+    /** Starts the background job: a run now, then one every {@code interval} after the previous ended. */
+    OutboxRetention start();
+
+    /** Counters of the background job and of {@link #runOnce()} calls since this instance was built. */
+    record Stats(long runs, long failedRuns, long deleted) {
+    }
+
+    Stats stats();
+
+    /** Stops the job: the run in flight stops after its current batch (bounded by {@code closeTimeout}). Idempotent. */
+    @Override
+    void close();
+
+    static Builder builder() {
+        return new Builder();
+    }
+
+    /** The validated configuration. */
+    record Config(DataSource dataSource, OutboxSchema schema, Duration retention, int batchSize,
+            Duration pauseBetweenBatches, Duration interval, Duration lockTimeout, Duration statementTimeout,
+            Duration closeTimeout, Clock clock, Duration processedEventRetention, Duration inboxRetention) {
+    }
+
+    /** Validating builder; {@link #build()} fails fast and names the property at fault. */
+    final class Builder {
+        private DataSource dataSource;
+        private OutboxSchema schema = OutboxSchema.defaults();
+        private Duration retention = DEFAULT_RETENTION;
+        private int batchSize = DEFAULT_BATCH_SIZE;
+        private Duration pauseBetweenBatches = DEFAULT_PAUSE_BETWEEN_BATCHES;
+        private Duration interval = DEFAULT_INTERVAL;
+        private Duration lockTimeout = DEFAULT_LOCK_TIMEOUT;
+        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
+        private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+        private Clock clock = Clock.systemUTC();
+        private Duration processedEventRetention;
+        private Duration inboxRetention;
+
+        private Builder() {
+        }
+
+        /** Where runs get their connection (one, for the length of a run). */
+        public Builder dataSource(DataSource dataSource) {
+            this.dataSource = dataSource;
+            return this;
+        }
+
+        public Builder schema(OutboxSchema schema) {
+            this.schema = schema;
+            return this;
+        }
+
+        /** How long published rows are kept (default 7 days). */
+        public Builder retention(Duration retention) {
+            this.retention = retention;
+            return this;
+        }
+
+        /** Ids per range, so at most this many rows per delete transaction (default 5,000). */
+        public Builder batchSize(int batchSize) {
+            this.batchSize = batchSize;
+            return this;
+        }
+
+        /** Pause after each batch that deleted something, to leave I/O to the writers (default 20 ms). */
+        public Builder pauseBetweenBatches(Duration pause) {
+            this.pauseBetweenBatches = pause;
+            return this;
+        }
+
+        /** Time between the end of one background run and the start of the next (default 1 hour). */
+        public Builder interval(Duration interval) {
+            this.interval = interval;
+            return this;
+        }
+
+        /** {@code lock_timeout} of a batch; a batch that waits longer is left for the next run (default 1 s). */
+        public Builder lockTimeout(Duration lockTimeout) {
+            this.lockTimeout = lockTimeout;
+            return this;
+        }
+
+        /** {@code statement_timeout} of a batch's statements (default 30 s). */
+        public Builder statementTimeout(Duration statementTimeout) {
+            this.statementTimeout = statementTimeout;
+            return this;
+        }
+
+        /** How long {@link #close()} waits for the run in flight before interrupting it (default 10 s). */
+        public Builder closeTimeout(Duration closeTimeout) {
+            this.closeTimeout = closeTimeout;
+            return this;
+        }
+
+        /** The clock of the cutoff (default the system clock). */
+        public Builder clock(Clock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        /**
+         * Also purge the inbox tables in every run, with {@link InboxAdmin#purge}: {@code processed_event} rows older
+         * than the first age and {@code PROCESSED} inbox rows older than the second (database clock). Off by default.
+         */
+        public Builder inboxRetention(Duration processedEventRetention, Duration inboxRetention) {
+            this.processedEventRetention = processedEventRetention;
+            this.inboxRetention = inboxRetention;
+            return this;
+        }
+
+        public OutboxRetention build() {
+            if (dataSource == null) {
+                throw new InvalidConfigurationException("retention.dataSource is required");
+            }
+            Objects.requireNonNull(schema, "retention.schema");
+            requireAtLeast("retention.retention", retention, Duration.ZERO);
+            if (batchSize < 1 || batchSize > 100_000) {
+                throw new InvalidConfigurationException("retention.batchSize must be between 1 and 100000, was "
+                        + batchSize);
+            }
+            requireAtLeast("retention.pauseBetweenBatches", pauseBetweenBatches, Duration.ZERO);
+            requireAtLeast("retention.interval", interval, Duration.ofMillis(1));
+            requireAtLeast("retention.lockTimeout", lockTimeout, Duration.ofMillis(1));
+            requireAtLeast("retention.statementTimeout", statementTimeout, Duration.ofMillis(1));
+            requireAtLeast("retention.closeTimeout", closeTimeout, Duration.ZERO);
+            if (clock == null) {
+                throw new InvalidConfigurationException("retention.clock must not be null");
+            }
+            if ((processedEventRetention == null) != (inboxRetention == null)) {
+                throw new InvalidConfigurationException("retention.inboxRetention needs both ages, was "
+                        + processedEventRetention + " and " + inboxRetention);
+            }
+            if (processedEventRetention != null) {
+                requireAtLeast("retention.inboxRetention.processedEventRetention", processedEventRetention,
+                        Duration.ZERO);
+                requireAtLeast("retention.inboxRetention.inboxRetention", inboxRetention, Duration.ZERO);
+            }
+            return new DefaultOutboxRetention(new Config(dataSource, schema, retention, batchSize,
+                    pauseBetweenBatches, interval, lockTimeout, statementTimeout, closeTimeout, clock,
+                    processedEventRetention, inboxRetention));
+        }
+
+        private static void requireAtLeast(String property, Duration value, Duration min) {
+            if (value == null || value.compareTo(min) < 0) {
+                throw new InvalidConfigurationException(property + " must be >= " + min + ", was " + value);
+            }
+        }
+    }
+}
