@@ -14,8 +14,8 @@ import javax.sql.DataSource;
 
 /**
  * The queries behind {@link OutboxStatus.Backlog}: two statements in one read-only transaction. Pending rows are
- * found through the pending partial index; parked rows through the waiting index. Dead rows have no index of their
- * own, so counting them reads the table: that is why the backlog is sampled every few seconds, never per batch.
+ * found through the pending partial index, parked and dead rows through the "failed" partial index (schema V3). The
+ * backlog is still sampled every few seconds, never per batch: a large backlog is a large index range.
  */
 public final class StatusSql {
 

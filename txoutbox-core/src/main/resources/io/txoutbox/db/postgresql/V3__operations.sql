@@ -22,3 +22,10 @@ ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "${outbox_table}_state"
 -- matches every query, so between two vacuums each id-range read also read the whole unsummarized tail of the
 -- table: have autovacuum summarize each range as soon as it fills.
 ALTER INDEX "${schema}"."${outbox_table}_id" SET (autosummarize = on);
+
+-- Parked, dead and discarded rows, for the admin's lists and the status counts (normally few, so a small index; a
+-- writer never touches it, the relay only when it parks or dead-letters). On an existing large table this build
+-- holds writers back for its duration: create it CONCURRENTLY yourself first, and this statement does nothing.
+CREATE INDEX IF NOT EXISTS "${outbox_table}_failed"
+    ON "${schema}"."${outbox_table}" (id)
+    WHERE state IN ('PARKED', 'DEAD', 'DISCARDED');
