@@ -167,10 +167,10 @@ class PollingRelayInMemoryIT {
 
     /**
      * The claim floor (the relay starts its index scan above ids it knows are settled) must never pass a row whose
-     * transaction is still open: here one stays open while hundreds of later events are published around it.
+     * transaction is still open: here one stays open while 60 later events are published around it.
      */
     @Test
-    void a_long_open_transaction_below_hundreds_of_published_events_is_still_delivered_in_key_order()
+    void a_long_open_transaction_below_sixty_published_events_is_still_delivered_in_key_order()
             throws Exception {
         PollingRelay relay = start(relay());
         outbox = outbox(relay);
