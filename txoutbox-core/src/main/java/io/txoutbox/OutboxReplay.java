@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.MessageRules;
 import io.txoutbox.internal.relay.DefaultOutboxReplay;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
@@ -180,9 +181,9 @@ public interface OutboxReplay {
                 throw new InvalidConfigurationException("replay.name must be 1 to 100 characters of [a-zA-Z0-9._-] "
                         + "(it names the checkpoint and the header value), was '" + name + "'");
             }
-            if (toTopic != null && !toTopic.matches("[a-zA-Z0-9._-]{1,249}")) {
+            if (toTopic != null && !MessageRules.isValidTopic(toTopic)) {
                 throw new InvalidConfigurationException("replay.toTopic '" + toTopic
-                        + "' is not a valid Kafka topic name (1 to 249 characters from [a-zA-Z0-9._-])");
+                        + "' is not a valid Kafka topic name (1 to 249 characters from [a-zA-Z0-9._-], not '.' or '..')");
             }
             if (batchSize < 1 || batchSize > 100_000) {
                 throw new InvalidConfigurationException("replay.batchSize must be between 1 and 100000, was "

@@ -29,13 +29,18 @@ public final class MessageRules {
     private MessageRules() {
     }
 
+    /** Kafka's rule for a topic name: 1 to 249 characters of {@code [a-zA-Z0-9._-]}, not "." or "..". */
+    public static boolean isValidTopic(String topic) {
+        return topic != null && TOPIC.matcher(topic).matches() && !topic.equals(".") && !topic.equals("..");
+    }
+
     public static void check(UUID eventId, String topic, String key, String aggregateType, String aggregateId,
             Long aggregateVersion, String eventType, Payload payload, Map<String, String> headers) {
         String ctx = " (event " + eventId + ")";
         if (topic == null || topic.isBlank()) {
             throw invalid("topic is missing" + ctx + ": set it with .topic(\"orders\")");
         }
-        if (!TOPIC.matcher(topic).matches() || topic.equals(".") || topic.equals("..")) {
+        if (!isValidTopic(topic)) {
             throw invalid("topic '" + printable(topic) + "' is not a valid Kafka topic name" + ctx
                     + ": use 1 to 249 characters from [a-zA-Z0-9._-], and not '.' or '..'");
         }

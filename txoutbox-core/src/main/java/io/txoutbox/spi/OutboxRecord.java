@@ -33,6 +33,12 @@ public record OutboxRecord(
         headers = headers == null ? Map.of() : Map.copyOf(headers);
     }
 
+    /** The same event for another topic, with other headers (a dead-letter topic, a replay). */
+    public OutboxRecord redirect(String topic, Map<String, String> headers) {
+        return new OutboxRecord(id, eventId, topic, key, aggregateType, aggregateId, aggregateVersion, eventType,
+                value, json, headers, createdAt, attempts);
+    }
+
     /** Size of the value in bytes (0 for a tombstone). */
     public int valueSize() {
         return value == null ? 0 : value.length;

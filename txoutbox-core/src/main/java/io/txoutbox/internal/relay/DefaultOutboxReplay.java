@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.zip.CRC32;
@@ -47,8 +46,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         this.table = builder.schema().qualifiedOutboxTable();
         this.checkpoints = "\"" + builder.schema().schema() + "\".\"" + builder.schema().outboxTable() + "_replay\"";
         this.filter = describeFilter(builder);
-        this.pageSql = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
-                + " event_type, payload::text, payload_bytes, headers::text, created_at FROM " + table
+        this.pageSql = "SELECT " + RelaySql.RECORD_COLUMNS + " FROM " + table
                 + " WHERE id > ? AND id <= ? AND state = 'PUBLISHED'"
                 + " AND (?::text IS NULL OR topic = ?::text)"
                 + " AND (?::text IS NULL OR aggregate_type = ?::text)"
@@ -151,16 +149,10 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             ps.setInt(i, b.batchSize());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    String json = rs.getString(9);
-                    byte[] value = json != null ? json.getBytes(StandardCharsets.UTF_8) : rs.getBytes(10);
-                    long version = rs.getLong(7);
-                    Long aggregateVersion = rs.wasNull() ? null : version;
-                    Map<String, String> headers = new HashMap<>(HeadersJson.parse(rs.getString(11)));
+                    OutboxRecord r = RelaySql.record(rs);
+                    Map<String, String> headers = new HashMap<>(r.headers());
                     headers.put(REPLAY_HEADER, b.name());
-                    String topic = b.toTopic() != null ? b.toTopic() : rs.getString(3);
-                    out.add(new OutboxRecord(rs.getLong(1), (UUID) rs.getObject(2), topic, rs.getString(4),
-                            rs.getString(5), rs.getString(6), aggregateVersion, rs.getString(8), value,
-                            json != null, headers, rs.getTimestamp(12).toInstant(), 0));
+                    out.add(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers));
                 }
             }
         }

@@ -8,7 +8,6 @@ import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -19,7 +18,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
@@ -415,16 +413,9 @@ final class Lane implements Runnable {
                 claimedAtNanos = System.nanoTime();
                 while (batchBytes < config.maxBatchBytes() && rs.next()) {
                     claimAgeMicros[batch.size()] = rs.getLong(14);
-                    String json = rs.getString(9);
-                    byte[] bytes = rs.getBytes(10);
-                    long version = rs.getLong(7);
-                    Long aggregateVersion = rs.wasNull() ? null : version;
-                    byte[] value = json != null ? json.getBytes(StandardCharsets.UTF_8) : bytes;
-                    batch.add(new OutboxRecord(rs.getLong(1), (UUID) rs.getObject(2), rs.getString(3),
-                            rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion, rs.getString(8),
-                            value, json != null, HeadersJson.parse(rs.getString(11)),
-                            rs.getTimestamp(12).toInstant(), rs.getInt(13)));
-                    batchBytes += value == null ? 0 : value.length;
+                    OutboxRecord r = RelaySql.record(rs);
+                    batch.add(r);
+                    batchBytes += r.valueSize();
                 }
             }
         }
@@ -682,9 +673,7 @@ final class Lane implements Runnable {
             headers.put("dlt-exception", f.failed.cause().getClass().getName());
             headers.put("dlt-reason", truncate(describe(f.failed), 1000));
             headers.put("dlt-attempts", Integer.toString(r.attempts() + 1));
-            records.add(new OutboxRecord(r.id(), r.eventId(), config.deadLetterTopic(), r.key(), r.aggregateType(),
-                    r.aggregateId(), r.aggregateVersion(), r.eventType(), r.value(), r.json(), headers,
-                    r.createdAt(), r.attempts()));
+            records.add(r.redirect(config.deadLetterTopic(), headers));
         }
         List<SendResult> results;
         try {

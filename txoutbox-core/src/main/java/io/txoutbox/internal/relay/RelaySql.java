@@ -1,6 +1,10 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.spi.OutboxRecord;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.UUID;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32;
 
@@ -35,6 +39,22 @@ final class RelaySql {
     final String recordFailures;
     final int tableHash;
 
+    /** The columns {@link #record(ResultSet)} reads, first in a SELECT, in this order. */
+    static final String RECORD_COLUMNS = "id, event_id, topic, partition_key, aggregate_type, aggregate_id,"
+            + " aggregate_version, event_type, payload::text, payload_bytes, headers::text, created_at, attempts";
+
+    /** The record of the current row of a SELECT that starts with {@link #RECORD_COLUMNS}. */
+    static OutboxRecord record(ResultSet rs) throws SQLException {
+        String json = rs.getString(9);
+        byte[] bytes = rs.getBytes(10);
+        long version = rs.getLong(7);
+        Long aggregateVersion = rs.wasNull() ? null : version;
+        byte[] value = json != null ? json.getBytes(StandardCharsets.UTF_8) : bytes;
+        return new OutboxRecord(rs.getLong(1), (UUID) rs.getObject(2), rs.getString(3), rs.getString(4),
+                rs.getString(5), rs.getString(6), aggregateVersion, rs.getString(8), value, json != null,
+                HeadersJson.parse(rs.getString(11)), rs.getTimestamp(12).toInstant(), rs.getInt(13));
+    }
+
     RelaySql(OutboxSchema schema) {
         String t = schema.qualifiedOutboxTable();
         // The predicate repeats the "waiting" partial index's, so the planner can use it.
@@ -65,8 +85,7 @@ final class RelaySql {
      * commit→ack latency starts ({@code ageSql}).
      */
     private static String claim(String t, String ageSql) {
-        return "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version,"
-                + " event_type, payload::text, payload_bytes, headers::text, created_at, attempts, " + ageSql
+        return "SELECT " + RECORD_COLUMNS + ", " + ageSql
                 + " FROM " + t
                 + " WHERE state = 'PENDING' AND id >= ? AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
