@@ -4,6 +4,7 @@ import io.txoutbox.internal.retention.DefaultOutboxRetention;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 
@@ -28,9 +29,14 @@ import javax.sql.DataSource;
  * {@code PENDING}, {@code PARKED}, {@code DEAD} and {@code DISCARDED} rows are never deleted. Of several instances
  * running retention on one table, one runs at a time (a session advisory lock); the others skip their run.
  *
- * <p>The cutoff is {@code clock.instant() - retention}; {@code published_at} is the database's clock. For high
- * volumes a time-partitioned outbox table, whose old partitions are dropped instead of deleted, avoids DELETE bloat
- * (planned; see the README's "Operations").
+ * <p>The cutoff is {@code clock.instant() - retention}; {@code published_at} is the database's clock.
+ *
+ * <p><b>Partitioned outbox</b> ({@link OutboxSchema.Builder#partitioned}): a run creates the partitions ahead and
+ * drops each partition whose whole period ended before the cutoff (rows are kept for the retention plus up to one
+ * period), with a drop that deletes nothing row by row. A partition that still holds PENDING rows is kept until the
+ * relay has published them; its PARKED, DEAD and DISCARDED rows move, ids unchanged, to the default partition in the
+ * transaction that drops it. The detach waits at most {@code lockTimeout} for the table's lock (writers queue behind
+ * it for that long) and is retried by the next run. The batched delete then runs on the default partition only.
  */
 public interface OutboxRetention extends AutoCloseable {
 
@@ -49,7 +55,18 @@ public interface OutboxRetention extends AutoCloseable {
      * service, say) was running the retention of this table, so this run did nothing.
      */
     record Result(Instant cutoff, long deleted, int batches, int largestBatch, int failedBatches,
-            InboxAdmin.Purged inbox, boolean anotherRunActive) {
+            Partitions partitions, InboxAdmin.Purged inbox, boolean anotherRunActive) {
+    }
+
+    /**
+     * What a run did to a partitioned outbox ({@code null} for a plain table): partitions {@code created} ahead,
+     * expired ones {@code dropped}, the parked, dead and discarded rows {@code rowsMoved} out of them into the default
+     * partition, why an expired partition was {@code kept} or a period not created (one line each; a partition with
+     * pending rows waits for the relay), and the rows in the default partition ({@code defaultPartitionRows}, counted
+     * up to a million: more than the moved rows means writes reached a period with no partition).
+     */
+    record Partitions(List<String> created, List<String> dropped, long rowsMoved, List<String> kept,
+            long defaultPartitionRows) {
     }
 
     /** Runs the retention now, on the calling thread; runs of one instance never overlap. */

@@ -17,16 +17,22 @@ import javax.sql.DataSource;
  *
  * Names are validated against {@code ^[a-z_][a-z0-9_]{0,62}$} and always quoted in SQL.
  *
- * @param schema      PostgreSQL schema, default {@value #DEFAULT_SCHEMA}
- * @param outboxTable outbox table name, default {@value #DEFAULT_OUTBOX_TABLE}
- * @param shards      shard count, default {@value #DEFAULT_SHARDS}
+ * @param schema       PostgreSQL schema, default {@value #DEFAULT_SCHEMA}
+ * @param outboxTable  outbox table name, default {@value #DEFAULT_OUTBOX_TABLE}
+ * @param shards       shard count, default {@value #DEFAULT_SHARDS}
+ * @param partitioning {@code null} for a plain table (the default), else the periods of a time-partitioned one
  */
-public record OutboxSchema(String schema, String outboxTable, int shards) {
+public record OutboxSchema(String schema, String outboxTable, int shards, OutboxPartitioning partitioning) {
 
     public static final String DEFAULT_SCHEMA = "public";
     public static final String DEFAULT_OUTBOX_TABLE = "outbox_event";
     public static final int DEFAULT_SHARDS = 32;
     public static final int MAX_SHARDS = 4096;
+
+    /** A plain (not partitioned) outbox table. */
+    public OutboxSchema(String schema, String outboxTable, int shards) {
+        this(schema, outboxTable, shards, null);
+    }
 
     public OutboxSchema {
         Identifiers.require("outbox.schema", schema);
@@ -47,9 +53,19 @@ public record OutboxSchema(String schema, String outboxTable, int shards) {
         return new Builder();
     }
 
+    /** Whether the outbox table is time-partitioned ({@link Builder#partitioned}). */
+    public boolean isPartitioned() {
+        return partitioning != null;
+    }
+
     /**
      * Creates or upgrades the tables and functions, in one transaction serialised by an advisory lock, so any number
      * of instances may call it at once. Scripts already applied are skipped; a changed script is refused.
+     *
+     * <p>With {@link Builder#partitioned partitioning} it then turns a plain outbox table into a partitioned one
+     * (once; an existing table becomes the partition of everything before the next period, without copying rows)
+     * and creates the partitions ahead. Converting a table that holds rows validates a constraint by one scan that
+     * does not block writers, then takes an exclusive lock for a catalog change only (milliseconds).
      */
     public void migrate(DataSource dataSource) {
         try (Connection c = dataSource.getConnection()) {
@@ -77,13 +93,16 @@ public record OutboxSchema(String schema, String outboxTable, int shards) {
 
     @Override
     public String toString() {
-        return schema + "." + outboxTable + " (" + shards + " shards)";
+        return schema + "." + outboxTable + " (" + shards + " shards"
+                + (partitioning == null ? "" : ", partitioned by " + partitioning.period().name().toLowerCase())
+                + ")";
     }
 
     public static final class Builder {
         private String schema = DEFAULT_SCHEMA;
         private String outboxTable = DEFAULT_OUTBOX_TABLE;
         private int shards = DEFAULT_SHARDS;
+        private OutboxPartitioning partitioning;
 
         private Builder() {
         }
@@ -103,8 +122,17 @@ public record OutboxSchema(String schema, String outboxTable, int shards) {
             return this;
         }
 
+        /**
+         * A time-partitioned outbox table ({@link OutboxPartitioning#daily()}, {@code weekly()}, {@code monthly()});
+         * {@code null} for a plain one (the default). Event ids must then be UUIDv7 (the default when not given).
+         */
+        public Builder partitioned(OutboxPartitioning partitioning) {
+            this.partitioning = partitioning;
+            return this;
+        }
+
         public OutboxSchema build() {
-            return new OutboxSchema(schema, outboxTable, shards);
+            return new OutboxSchema(schema, outboxTable, shards, partitioning);
         }
     }
 }

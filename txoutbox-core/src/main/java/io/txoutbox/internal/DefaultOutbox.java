@@ -109,6 +109,11 @@ public final class DefaultOutbox implements Outbox {
     }
 
     private Row prepare(OutboxMessage m) {
+        if (config.schema().isPartitioned() && m.eventId().version() != 7) {
+            throw new InvalidMessageException("event id " + m.eventId() + " is a version " + m.eventId().version()
+                    + " UUID, but " + config.schema() + " files events by the time in their UUIDv7 ids: leave"
+                    + " eventId unset (a UUIDv7 is made) or give a UUIDv7");
+        }
         Payload payload = m.payload();
         if (payload instanceof Payload.ObjectValue object) {
             payload = serialize(m, object.value());

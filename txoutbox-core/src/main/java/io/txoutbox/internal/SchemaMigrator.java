@@ -11,6 +11,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import io.txoutbox.internal.partition.PartitionedOutbox;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,6 +38,8 @@ public final class SchemaMigrator {
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql");
     /** Advisory lock namespace: "txob" in ASCII. */
     private static final int LOCK_NAMESPACE = 0x74786F62;
+
+    private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
 
@@ -112,6 +118,9 @@ public final class SchemaMigrator {
             } else {
                 log.debug("txoutbox-migrate: {} is up to date", schema);
             }
+            if (schema.isPartitioned()) {
+                partition(c);
+            }
         } catch (SQLException e) {
             rollbackQuietly(c);
             throw new OutboxException("migration of " + schema + " failed: " + e.getMessage()
@@ -126,6 +135,19 @@ public final class SchemaMigrator {
                 // the connection is broken; the caller will find out
             }
         }
+    }
+
+    /** Converts the table into a partitioned one if it is not yet, and creates the partitions ahead. */
+    private void partition(Connection c) throws SQLException {
+        PartitionedOutbox table = new PartitionedOutbox(schema);
+        table.convert(c, Instant.now());
+        List<String> notCreated = new ArrayList<>();
+        List<String> created = table.createAhead(c, Instant.now(), PARTITION_LOCK_TIMEOUT, notCreated);
+        c.commit();
+        if (!created.isEmpty()) {
+            log.info("txoutbox-migrate: created partitions {} of {}", created, schema);
+        }
+        notCreated.forEach(reason -> log.warn("txoutbox-migrate: {}", reason));
     }
 
     /** The script with placeholders filled in, as Flyway would with the same placeholder values. */
