@@ -3,9 +3,12 @@ package io.txoutbox.bench;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxRetention;
+import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.testing.postgres.TestPostgres;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -15,6 +18,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
@@ -23,12 +27,14 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Batched retention against a write load: writers commit one event per transaction for a while alone, then while
- * {@link OutboxRetention} deletes a backlog of old published rows. Reports rows deleted per second and the writers'
- * commit rate with and without the retention running. PostgreSQL only (no broker, no relay).
+ * Retention against a write load: writers commit one event per transaction for a while alone, then while
+ * {@link OutboxRetention} removes a backlog of old published rows — by batched deletes from a plain table, or by
+ * dropping the old partitions of a time-partitioned one, side by side in each round. Reports rows removed per second,
+ * the writers' commit rate with and without the retention running, and their slowest commit during the run.
+ * PostgreSQL only (no broker, no relay).
  */
 @Command(name = "retention", mixinStandardHelpOptions = true,
-        description = "Batched retention (rows/s deleted) and its cost to a concurrent write load.")
+        description = "Retention (rows/s removed) and its cost to a concurrent write load, plain and partitioned.")
 final class RetentionBench implements Callable<Integer> {
 
     @Option(names = "--jdbc-url", description = "PostgreSQL to use instead of an embedded one (fsync=off)")
@@ -58,6 +64,34 @@ final class RetentionBench implements Callable<Integer> {
     @Option(names = "--payload-bytes", defaultValue = "300")
     int payloadBytes;
 
+    @Option(names = "--layout", split = ",", defaultValue = "delete,partitions",
+            description = "delete (plain table, batched deletes), partitions (daily partitions dropped); default ${DEFAULT-VALUE}")
+    List<String> layouts;
+
+    /** The old rows' event ids: UUIDv7s of 10 to 7 days ago, spread evenly, made by the database. */
+    private String oldEventId() {
+        long spanMs = Duration.ofDays(3).toMillis();
+        return "encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send("
+                + "((extract(epoch FROM now() - interval '10 days') * 1000)::bigint + (g::bigint * " + spanMs + ") / "
+                + rows + ")) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid";
+    }
+
+    /** A daily-partitioned table whose partitions reach back 11 days (as if converted then), 9 days ahead. */
+    private OutboxSchema partitionedSchema(DataSource ds, String name) throws Exception {
+        OutboxSchema.builder().schema(name).build().migrate(ds);
+        OutboxSchema schema = OutboxSchema.builder().schema(name)
+                .partitioned(OutboxPartitioning.daily().ahead(20)).build();
+        PartitionedOutbox table = new PartitionedOutbox(schema);
+        try (Connection c = ds.getConnection()) {
+            Instant past = Instant.now().minus(Duration.ofDays(12));
+            table.convert(c, past);
+            c.setAutoCommit(false);
+            table.createAhead(c, past.plus(Duration.ofDays(1)), Duration.ofSeconds(5), new ArrayList<>());
+            c.commit();
+        }
+        return schema;
+    }
+
     @Override
     public Integer call() throws Exception {
         TestPostgres embedded = null;
@@ -74,25 +108,35 @@ final class RetentionBench implements Callable<Integer> {
         String load = BenchEnv.loadAverage();
         System.out.printf("retention: rows=%d writers=%d seconds=%d batchSize=%d pause=%dms payload=%dB; load %s%n",
                 rows, writers, seconds, batchSize, pauseMs, payloadBytes, load);
-        System.out.println("| round | writers alone (commits/s) | writers during retention (commits/s) | drop |"
-                + " rows deleted | retention s | rows/s deleted |");
-        System.out.println("|---:|---:|---:|---:|---:|---:|---:|");
+        System.out.println("| round | layout | writers alone (commits/s) | during the run (commits/s) | drop |"
+                + " first 5 s from the run's start (commits/s) | drop | slowest commit during the run (ms) |"
+                + " rows removed | run s | rows/s removed |");
+        System.out.println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         try {
             for (int round = 1; round <= rounds; round++) {
-                OutboxSchema schema = OutboxSchema.builder().schema("bench_retention_" + round).build();
+              for (String layout : layouts) {
+                boolean partitioned = layout.trim().equals("partitions");
+                String name = "bench_retention_" + round + "_" + (partitioned ? "p" : "d");
+                try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+                    st.execute("DROP SCHEMA IF EXISTS " + name + " CASCADE");
+                }
+                OutboxSchema schema = partitioned ? partitionedSchema(ds, name)
+                        : OutboxSchema.builder().schema(name).build();
                 schema.migrate(ds);
                 String t = schema.qualifiedOutboxTable();
                 String payload = "{\"p\":\"" + "x".repeat(Math.max(0, payloadBytes - 8)) + "\"}";
                 try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-                    st.execute("INSERT INTO " + t + " (topic, partition_key, aggregate_type, aggregate_id, event_type,"
-                            + " payload, state, created_at, published_at) SELECT 'orders', 'k-' || (g % 1000),"
-                            + " 'Order', g::text, 'E', '" + payload + "'::jsonb, 'PUBLISHED',"
-                            + " now() - interval '10 days', now() - interval '10 days' FROM generate_series(1, " + rows
-                            + ") g");
+                    st.execute("INSERT INTO " + t + " (event_id, topic, partition_key, aggregate_type, aggregate_id,"
+                            + " event_type, payload, state, created_at, published_at) SELECT " + oldEventId()
+                            + ", 'orders', 'k-' || (g % 1000), 'Order', g::text, 'E', '" + payload + "'::jsonb,"
+                            + " 'PUBLISHED', now() - interval '10 days', now() - interval '10 days'"
+                            + " FROM generate_series(1, " + rows + ") g");
                     st.execute("VACUUM ANALYZE " + t);
                 }
+                String oldRows = "SELECT count(*) FROM " + t + " WHERE created_at < now() - interval '1 day'";
                 Outbox outbox = Outbox.builder().schema(schema).build();
                 AtomicLong commits = new AtomicLong();
+                AtomicLong slowestNanos = new AtomicLong();
                 AtomicBoolean stop = new AtomicBoolean();
                 ExecutorService pool = Executors.newFixedThreadPool(writers);
                 List<Future<?>> running = new ArrayList<>();
@@ -101,9 +145,11 @@ final class RetentionBench implements Callable<Integer> {
                         try (Connection c = ds.getConnection()) {
                             c.setAutoCommit(false);
                             while (!stop.get()) {
+                                long s0 = System.nanoTime();
                                 outbox.publish(c, OutboxMessage.builder().topic("orders").key("live")
                                         .aggregate("Order", "1").eventType("Live").jsonPayload(payload).build());
                                 c.commit();
+                                slowestNanos.accumulateAndGet(System.nanoTime() - s0, Math::max);
                                 commits.incrementAndGet();
                             }
                         }
@@ -117,28 +163,50 @@ final class RetentionBench implements Callable<Integer> {
 
                 OutboxRetention retention = OutboxRetention.builder().dataSource(ds).schema(schema)
                         .batchSize(batchSize).pauseBetweenBatches(Duration.ofMillis(pauseMs)).build();
+                long before = scalar(ds, oldRows);
                 long c1 = commits.get();
+                slowestNanos.set(0);
                 long t1 = System.nanoTime();
-                OutboxRetention.Result r = retention.deleteOlderThan(Instant.now().minus(Duration.ofDays(1)));
+                // the writers' commits in the 5 s from the run's start: comparable between a run of milliseconds
+                // (partitions dropped) and one of many seconds (batched deletes)
+                java.util.concurrent.CompletableFuture<Long> at5s = java.util.concurrent.CompletableFuture.supplyAsync(
+                        commits::get, java.util.concurrent.CompletableFuture.delayedExecutor(5, TimeUnit.SECONDS));
+                retention.deleteOlderThan(Instant.now().minus(Duration.ofDays(1)));
                 double secs = (System.nanoTime() - t1) / 1e9;
                 double during = (commits.get() - c1) / secs;
+                double first5s = (at5s.get() - c1) / 5.0;
+                double slowestMs = slowestNanos.get() / 1e6;
+                long removed = before - scalar(ds, oldRows);
                 stop.set(true);
                 for (Future<?> f : running) {
                     f.get();
                 }
                 pool.shutdown();
-                System.out.printf("| %d | %.0f | %.0f | %.1f%% | %d | %.1f | %.0f |%n", round, alone, during,
-                        100.0 * (alone - during) / alone, r.deleted(), secs, r.deleted() / secs);
+                System.out.printf("| %d | %s | %.0f | %.0f | %.1f%% | %.0f | %.1f%% | %.0f | %d | %.2f | %.0f |%n", round,
+                        partitioned ? "partitions dropped" : "batched deletes", alone, during,
+                        100.0 * (alone - during) / alone, first5s, 100.0 * (alone - first5s) / alone, slowestMs,
+                        removed, secs, removed / secs);
                 try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
                     st.execute("DROP SCHEMA " + schema.schema() + " CASCADE");
                 }
+              }
             }
             System.out.println("load at end " + BenchEnv.loadAverage());
+            System.out.println("A partitioned run is over in a fraction of a second, so its 'during the run' rate covers few"
+                    + " commits; the 5 s window and the slowest commit (what a writer waited, e.g. for the drop's"
+                    + " exclusive lock) compare the layouts.");
         } finally {
             if (embedded != null) {
                 embedded.close();
             }
         }
         return 0;
+    }
+
+    private static long scalar(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
     }
 }
