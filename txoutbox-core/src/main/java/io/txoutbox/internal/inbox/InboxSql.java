@@ -43,7 +43,9 @@ final class InboxSql {
                 + " payload, ARRAY(SELECT key FROM jsonb_each_text(headers) ORDER BY key),"
                 + " ARRAY(SELECT value FROM jsonb_each_text(headers) ORDER BY key),"
                 + " source_topic, source_partition, source_offset, received_at, attempts,"
-                + " greatest(0, (extract(epoch FROM clock_timestamp() - received_at) * 1000000)::bigint) FROM " + inbox
+                // the event's age at the claim (µs, database clock): the start of its receive→processed latency
+                + " greatest(0, (extract(epoch FROM clock_timestamp() - received_at) * 1000000)::bigint)"
+                + " FROM " + inbox
                 + " WHERE consumer = ? AND state = 'PENDING' AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
                 + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"
