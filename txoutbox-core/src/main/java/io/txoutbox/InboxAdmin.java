@@ -15,6 +15,7 @@ import javax.sql.DataSource;
  * admin.parkedKeys("billing", 100);
  * admin.retryNow("billing", eventId);      // or admin.skip("billing", eventId)
  * admin.purge(Duration.ofDays(7), Duration.ofDays(7), 1_000);   // from a daily job
+ * admin.backlog();                          // per consumer: pending, oldest pending age, parked keys, dead events
  * }</pre>
  */
 public interface InboxAdmin {
@@ -31,6 +32,18 @@ public interface InboxAdmin {
     /** An event given up by policy (its key moved on). */
     record DeadEvent(String consumer, UUID eventId, String key, String eventType, int attempts, String lastError,
             Instant receivedAt) {
+    }
+
+    /**
+     * One consumer's backlog, as {@link #backlog()} read it (the database's clock).
+     *
+     * @param pending          pending events (including those waiting behind a parked key or backing off)
+     * @param oldestPendingAge age of the oldest pending event, from its {@code received_at}; zero when none
+     * @param parkedKeys       keys whose head event is parked
+     * @param deadEvents       events given up by the failure policy or skipped by an operator
+     */
+    record ConsumerBacklog(String consumer, long pending, Duration oldestPendingAge, long parkedKeys,
+            long deadEvents) {
     }
 
     /** What {@link #purge} deleted. */
@@ -52,6 +65,13 @@ public interface InboxAdmin {
 
     /** Pending inbox events of the consumer (including those waiting behind parked keys). */
     long pendingCount(String consumer);
+
+    /**
+     * Every consumer that has pending, parked or dead events, by name: what gauges and status pages sample (two
+     * statements, through the pending index and the index of parked and dead rows (schema V5), each bounded by a
+     * 10 s statement timeout). Sample it every few seconds, not per event: a large backlog is a large index range.
+     */
+    List<ConsumerBacklog> backlog();
 
     /**
      * Deletes, for all consumers, {@code processed_event} rows older than {@code processedEventRetention} and

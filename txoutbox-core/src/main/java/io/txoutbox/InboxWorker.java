@@ -2,6 +2,7 @@ package io.txoutbox;
 
 import io.txoutbox.internal.inbox.DefaultInboxWorker;
 import io.txoutbox.internal.inbox.HandlerFailures;
+import io.txoutbox.spi.InboxListener;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -29,6 +30,10 @@ import javax.sql.DataSource;
  * were received. A lane claims a batch of due pending rows in id order, skipping keys that wait, and handles them in
  * one transaction with a savepoint per event: a failing event's effects are undone, its key waits (per-key backoff,
  * then {@link FailurePolicy}), and later events of that key stay pending; other keys go on.
+ *
+ * <p>Operations: {@link Builder#listener} receives metrics ({@code io.txoutbox.micrometer.MicrometerInboxListener}
+ * for Micrometer), {@code io.txoutbox.micrometer.InboxMeterBinder} samples the inbox's gauges, {@link InboxAdmin}
+ * lists and releases parked keys and dead events.
  */
 public interface InboxWorker extends AutoCloseable {
 
@@ -68,6 +73,7 @@ public interface InboxWorker extends AutoCloseable {
         private RetryPolicy retry = RetryPolicy.defaults();
         private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
+        private InboxListener listener = InboxListener.none();
 
         private Builder() {
         }
@@ -141,6 +147,17 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
+        /**
+         * Receives the worker's events for metrics (batches and their timings, processed events with their handler
+         * time and receive→processed latency, handler failures by kind, parked keys, dead events, loop errors);
+         * default none. For Micrometer: {@code new io.txoutbox.micrometer.MicrometerInboxListener(registry)}. Its
+         * callbacks run on the lanes' threads and must not block; whatever they throw is caught and logged once.
+         */
+        public Builder listener(InboxListener listener) {
+            this.listener = listener;
+            return this;
+        }
+
         public InboxWorker build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("inboxWorker.dataSource is required: the worker claims and "
@@ -148,7 +165,11 @@ public interface InboxWorker extends AutoCloseable {
             }
             InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
                     batchSize, pollInterval, retry, failurePolicy, permanentFailure);
-            return new DefaultInboxWorker(config, dataSource);
+            if (listener == null) {
+                throw new InvalidConfigurationException("inboxWorker.listener must not be null; leave it unset for "
+                        + "none");
+            }
+            return new DefaultInboxWorker(config, dataSource, listener);
         }
     }
 }

@@ -4,6 +4,7 @@ import io.txoutbox.internal.StatusSql;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -16,27 +17,37 @@ import javax.sql.DataSource;
  *
  * <pre>{@code
  * OutboxStatus status = OutboxStatus.snapshot(dataSource, OutboxSchema.defaults());
- * System.out.println(status.toText());       // pending, event age per topic, parked, dead, relays and lanes
+ * System.out.println(status.toText());       // pending, event age per topic and shard, parked, dead, relays
  * status.oldestPendingAge();                 // what to alert on
  * }</pre>
  *
  * <p>Times come from the database's clock, so every instance sees the same ages. The <b>event age</b> of a topic is
  * the age of its oldest pending event, from its {@code created_at} (the start of the writing transaction).
  *
- * @param backlog        pending events per topic, parked keys and dead events
- * @param lanes          the relay lanes owned now, across all instances ({@link OutboxAdmin#laneOwners()})
- * @param pendingByShard pending events per shard, only shards that have some ({@link OutboxAdmin#pendingByShard()})
+ * @param backlog pending events per topic, parked keys and dead events
+ * @param lanes   the relay lanes owned now, across all instances ({@link OutboxAdmin#laneOwners()})
+ * @param shards  pending events and event age per shard, only shards that have some, by shard
  */
-public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, Map<Integer, Long> pendingByShard) {
+public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, List<ShardStatus> shards) {
 
     public OutboxStatus {
         Objects.requireNonNull(backlog, "backlog");
         lanes = List.copyOf(lanes);
-        pendingByShard = Map.copyOf(pendingByShard);
+        shards = List.copyOf(shards);
     }
 
     /** One topic with pending events: how many, and the age of the oldest. */
     public record TopicStatus(String topic, long pending, Duration oldestPendingAge) {
+    }
+
+    /**
+     * One shard with pending events: how many, and the age of its head — its first pending event in claim
+     * ({@code id}) order, which its lane sends next unless the head's key waits. Found through the pending index
+     * alone plus one lookup per shard; the head is the oldest pending event of the shard except where a transaction
+     * inserted long after it began: such an event can be older (by {@code created_at}) than the head, by at most that
+     * transaction's time before its insert.
+     */
+    public record ShardStatus(int shard, long pending, Duration oldestPendingAge) {
     }
 
     /**
@@ -81,8 +92,8 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
         Objects.requireNonNull(dataSource, "dataSource");
         Objects.requireNonNull(schema, "schema");
         Backlog backlog = backlog(dataSource, schema);
-        OutboxAdmin admin = OutboxAdmin.create(dataSource, schema);
-        return new OutboxStatus(backlog, admin.laneOwners(), admin.pendingByShard());
+        List<ShardStatus> shards = shards(dataSource, schema);
+        return new OutboxStatus(backlog, OutboxAdmin.create(dataSource, schema).laneOwners(), shards);
     }
 
     /** Reads only the backlog (two statements): for gauges and health checks sampled every few seconds. */
@@ -90,6 +101,13 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
         Objects.requireNonNull(dataSource, "dataSource");
         Objects.requireNonNull(schema, "schema");
         return new StatusSql(schema).backlog(dataSource);
+    }
+
+    /** Reads only the pending events and event age per shard (one statement), by shard. */
+    public static List<ShardStatus> shards(DataSource dataSource, OutboxSchema schema) {
+        Objects.requireNonNull(dataSource, "dataSource");
+        Objects.requireNonNull(schema, "schema");
+        return new StatusSql(schema).shards(dataSource);
     }
 
     public Instant takenAt() {
@@ -110,6 +128,15 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
 
     public long deadEvents() {
         return backlog.deadEvents();
+    }
+
+    /** Pending events per shard, only shards that have some ({@link OutboxAdmin#pendingByShard()}). */
+    public Map<Integer, Long> pendingByShard() {
+        Map<Integer, Long> out = new TreeMap<>();
+        for (ShardStatus s : shards) {
+            out.put(s.shard(), s.pending());
+        }
+        return Collections.unmodifiableMap(out);
     }
 
     /** The relay instances that own lanes now, each with its lanes in order. */
@@ -139,8 +166,11 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, M
         for (Map.Entry<String, List<Integer>> e : instances.entrySet()) {
             b.append("  ").append(e.getKey()).append(": lanes ").append(e.getValue()).append('\n');
         }
-        if (!pendingByShard.isEmpty()) {
-            b.append("pending by shard: ").append(new TreeMap<>(pendingByShard)).append('\n');
+        if (!shards.isEmpty()) {
+            Map<Integer, String> ages = new TreeMap<>();
+            shards.forEach(s -> ages.put(s.shard(), seconds(s.oldestPendingAge())));
+            b.append("pending by shard: ").append(pendingByShard()).append('\n');
+            b.append("oldest by shard: ").append(ages).append('\n');
         }
         return b.toString();
     }

@@ -35,7 +35,8 @@ public final class SchemaMigrator {
     static final String SCRIPT_ROOT = "io/txoutbox/db/postgresql/";
     /** The scripts, in order. A new version is added here and as a resource. */
     public static final List<String> SCRIPTS =
-            List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql");
+            List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
+                    "V5__inbox_status.sql");
     /** Advisory lock namespace: "txob" in ASCII. */
     private static final int LOCK_NAMESPACE = 0x74786F62;
 

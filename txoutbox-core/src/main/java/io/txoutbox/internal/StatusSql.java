@@ -13,9 +13,10 @@ import java.util.List;
 import javax.sql.DataSource;
 
 /**
- * The queries behind {@link OutboxStatus.Backlog}: two statements in one read-only transaction. Pending rows are
- * found through the pending partial index, parked and dead rows through the "failed" partial index (schema V3). The
- * backlog is still sampled every few seconds, never per batch: a large backlog is a large index range.
+ * The queries behind {@link OutboxStatus.Backlog} (two statements in one read-only transaction) and
+ * {@link OutboxStatus.ShardStatus} (one). Pending rows are found through the pending partial index, parked and dead
+ * rows through the "failed" partial index (schema V3). Both are still sampled every few seconds, never per batch: a
+ * large backlog is a large index range.
  */
 public final class StatusSql {
 
@@ -24,6 +25,7 @@ public final class StatusSql {
 
     private final String pendingByTopic;
     private final String failedCounts;
+    private final String pendingByShard;
     private final OutboxSchema schema;
 
     public StatusSql(OutboxSchema schema) {
@@ -34,16 +36,38 @@ public final class StatusSql {
                 + " FROM " + t + " WHERE state = 'PENDING' GROUP BY topic ORDER BY topic";
         this.failedCounts = "SELECT now(), count(*) FILTER (WHERE state = 'PARKED'),"
                 + " count(*) FILTER (WHERE state = 'DEAD') FROM " + t + " WHERE state IN ('PARKED', 'DEAD')";
+        // Count and head (lowest id) per shard from the pending index alone (id and shard are in it), then one index
+        // lookup per shard for the head's created_at: no heap read per pending row, unlike min(created_at).
+        this.pendingByShard = "SELECT s.shard, s.pending,"
+                + " greatest(0, (extract(epoch FROM now() - h.created_at) * 1000000)::bigint)"
+                + " FROM (SELECT shard, count(*) AS pending, min(id) AS head FROM " + t
+                + " WHERE state = 'PENDING' GROUP BY shard) s"
+                + " LEFT JOIN LATERAL (SELECT created_at FROM " + t + " h WHERE h.state = 'PENDING' AND h.id = s.head"
+                + " LIMIT 1) h ON true ORDER BY s.shard";
     }
 
     public OutboxStatus.Backlog backlog(DataSource dataSource) {
+        return read(dataSource, "the backlog", this::backlog);
+    }
+
+    public List<OutboxStatus.ShardStatus> shards(DataSource dataSource) {
+        return read(dataSource, "the pending events per shard", this::shards);
+    }
+
+    @FunctionalInterface
+    private interface Read<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    private <T> T read(DataSource dataSource, String what, Read<T> read) {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                OutboxStatus.Backlog backlog = backlog(c);
+                boundStatusReads(c);
+                T result = read.run(c);
                 c.commit();
-                return backlog;
+                return result;
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
                 throw e;
@@ -51,17 +75,24 @@ public final class StatusSql {
                 c.setAutoCommit(autoCommit);
             }
         } catch (SQLException e) {
-            throw new OutboxException("reading the backlog of " + schema + " failed: " + e.getMessage()
+            throw new OutboxException("reading " + what + " of " + schema + " failed: " + e.getMessage()
                     + " (SQLState " + e.getSQLState() + ")", e, SqlErrors.isRetriable(e));
         }
     }
 
-    private OutboxStatus.Backlog backlog(Connection c) throws SQLException {
-        // a status read must not hang its caller (a health endpoint, the sampler) on a table that is locked or huge
+    /**
+     * Bounds every following statement of the current transaction (autocommit off) by
+     * {@value #STATEMENT_TIMEOUT_MILLIS} ms: a status read must not hang its caller (a health endpoint, a gauge
+     * sampler) on a table that is locked or huge.
+     */
+    public static void boundStatusReads(Connection c) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT set_config('statement_timeout', ?, true)")) {
             ps.setString(1, Long.toString(STATEMENT_TIMEOUT_MILLIS));
             ps.execute();
         }
+    }
+
+    private OutboxStatus.Backlog backlog(Connection c) throws SQLException {
         List<OutboxStatus.TopicStatus> topics = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(pendingByTopic); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
@@ -73,5 +104,16 @@ public final class StatusSql {
             rs.next();
             return new OutboxStatus.Backlog(rs.getTimestamp(1).toInstant(), topics, rs.getLong(2), rs.getLong(3));
         }
+    }
+
+    private List<OutboxStatus.ShardStatus> shards(Connection c) throws SQLException {
+        List<OutboxStatus.ShardStatus> shards = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(pendingByShard); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                shards.add(new OutboxStatus.ShardStatus(rs.getInt(1), rs.getLong(2),
+                        Duration.ofNanos(rs.getLong(3) * 1_000)));
+            }
+        }
+        return shards;
     }
 }

@@ -4,7 +4,6 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
 import java.time.Duration;
@@ -13,14 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Gauges of an outbox table, read by one sampling thread every {@code interval} (default 5 s) — never per batch,
@@ -38,10 +30,16 @@ import org.slf4j.LoggerFactory;
  *       {@code created_at}); 0 when none is pending</td></tr>
  *   <tr><td>{@value #PARKED_KEYS}</td><td></td><td>keys whose head event is parked</td></tr>
  *   <tr><td>{@value #DEAD_EVENTS}</td><td></td><td>dead events</td></tr>
+ *   <tr><td>{@value #SHARD_PENDING}</td><td>+ {@code shard}, only when asked</td><td>pending events of the
+ *       shard</td></tr>
+ *   <tr><td>{@value #SHARD_EVENT_AGE}</td><td>+ {@code shard}, seconds, only when asked</td><td>age of the shard's
+ *       head ({@link OutboxStatus.ShardStatus}); 0 when none is pending</td></tr>
  * </table>
  *
- * A topic's gauges appear once it had a pending event and stay (at 0) after. While the table cannot be read, every
- * gauge reads NaN, so a dashboard shows a gap rather than stale values, and the failure is logged once per streak.
+ * A topic's (or shard's) gauges appear once it had a pending event and stay (at 0) after. While the table cannot be
+ * read, every gauge reads NaN, so a dashboard shows a gap rather than stale values, and the failure is logged once
+ * per streak. The shard gauges are off by default: they are up to two series per shard and one more statement per
+ * reading; turn them on to find a shard that lags (a slow lane, a relay instance that owns too many).
  */
 public final class OutboxMeterBinder implements MeterBinder, AutoCloseable {
 
@@ -49,25 +47,23 @@ public final class OutboxMeterBinder implements MeterBinder, AutoCloseable {
     public static final String EVENT_AGE = "txoutbox.outbox.event.age";
     public static final String PARKED_KEYS = "txoutbox.outbox.parked.keys";
     public static final String DEAD_EVENTS = "txoutbox.outbox.dead.events";
+    public static final String SHARD_PENDING = "txoutbox.outbox.shard.pending";
+    public static final String SHARD_EVENT_AGE = "txoutbox.outbox.shard.event.age";
     public static final Duration DEFAULT_INTERVAL = Duration.ofSeconds(5);
-
-    private static final Logger log = LoggerFactory.getLogger(OutboxMeterBinder.class);
-    private static final AtomicInteger THREADS = new AtomicInteger();
 
     private final DataSource dataSource;
     private final OutboxSchema schema;
-    private final Duration interval;
+    private final boolean shardGauges;
     private final Tags tags;
-    private final Map<String, TopicValues> topics = new ConcurrentHashMap<>();
-    private final AtomicBoolean bound = new AtomicBoolean();
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Sampler sampler;
+    private final Map<String, Values> topics = new ConcurrentHashMap<>();
+    private final Map<Integer, Values> shards = new ConcurrentHashMap<>();
     private volatile MeterRegistry registry;
     private volatile double parked = Double.NaN;
     private volatile double dead = Double.NaN;
-    private volatile boolean failing;
-    private ScheduledExecutorService sampler;
 
-    private static final class TopicValues {
+    /** The pending count and event age of one topic or shard. */
+    private static final class Values {
         volatile double pending = Double.NaN;
         volatile double ageSeconds = Double.NaN;
     }
@@ -78,104 +74,107 @@ public final class OutboxMeterBinder implements MeterBinder, AutoCloseable {
 
     /** {@code interval}: how often the table is read (at least 1 s; each reading is two short statements). */
     public OutboxMeterBinder(DataSource dataSource, OutboxSchema schema, Duration interval) {
+        this(dataSource, schema, interval, false);
+    }
+
+    /**
+     * {@code shardGauges}: also {@value #SHARD_PENDING} and {@value #SHARD_EVENT_AGE} per shard (a third statement
+     * per reading, through the pending index alone).
+     */
+    public OutboxMeterBinder(DataSource dataSource, OutboxSchema schema, Duration interval, boolean shardGauges) {
         this.dataSource = Objects.requireNonNull(dataSource, "metrics.dataSource must not be null");
         this.schema = Objects.requireNonNull(schema, "metrics.schema must not be null");
-        if (interval == null || interval.compareTo(Duration.ofSeconds(1)) < 0) {
-            throw new InvalidConfigurationException("metrics.interval must be >= 1 s, was " + interval
-                    + ": the gauges read the table, which must not happen per scrape or per batch");
-        }
-        this.interval = interval;
+        this.shardGauges = shardGauges;
         this.tags = Tags.of("outbox", schema.schema() + "." + schema.outboxTable());
+        this.sampler = new Sampler("OutboxMeterBinder for " + schema, schema.toString(), interval, this::read,
+                this::unreadable);
     }
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        if (closed.get()) {
-            throw new IllegalStateException("OutboxMeterBinder for " + schema + " is closed; make a new one");
-        }
-        if (!bound.compareAndSet(false, true)) {
-            throw new IllegalStateException("OutboxMeterBinder for " + schema + " is bound already: make one per "
-                    + "registry (or use a CompositeMeterRegistry)");
-        }
+        sampler.claim();
         this.registry = registry;
         Gauge.builder(PARKED_KEYS, this, b -> b.parked).tags(tags).description("Keys whose head event is parked")
                 .register(registry);
         Gauge.builder(DEAD_EVENTS, this, b -> b.dead).tags(tags).description("Dead events").register(registry);
-        sampler = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "txoutbox-metrics-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
-        sampler.scheduleWithFixedDelay(this::sample, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+        sampler.start();
     }
 
     /** Reads the backlog once and updates the gauges; never throws. */
     void sample() {
-        try {
-            OutboxStatus.Backlog backlog = OutboxStatus.backlog(dataSource, schema);
-            Set<String> seen = new HashSet<>();
-            for (OutboxStatus.TopicStatus t : backlog.topics()) {
-                TopicValues v = topic(t.topic());
-                v.pending = t.pending();
-                v.ageSeconds = t.oldestPendingAge().toNanos() / 1e9;
-                seen.add(t.topic());
+        sampler.sample();
+    }
+
+    private void read() {
+        OutboxStatus.Backlog backlog = OutboxStatus.backlog(dataSource, schema);
+        Set<String> seen = new HashSet<>();
+        for (OutboxStatus.TopicStatus t : backlog.topics()) {
+            set(topic(t.topic()), t.pending(), t.oldestPendingAge());
+            seen.add(t.topic());
+        }
+        topics.forEach((name, v) -> {
+            if (!seen.contains(name)) {
+                set(v, 0, Duration.ZERO);
             }
-            topics.forEach((name, v) -> {
-                if (!seen.contains(name)) {
-                    v.pending = 0;
-                    v.ageSeconds = 0;
+        });
+        parked = backlog.parkedKeys();
+        dead = backlog.deadEvents();
+        if (shardGauges) {
+            Set<Integer> pendingShards = new HashSet<>();
+            for (OutboxStatus.ShardStatus s : OutboxStatus.shards(dataSource, schema)) {
+                set(shard(s.shard()), s.pending(), s.oldestPendingAge());
+                pendingShards.add(s.shard());
+            }
+            shards.forEach((shard, v) -> {
+                if (!pendingShards.contains(shard)) {
+                    set(v, 0, Duration.ZERO);
                 }
             });
-            parked = backlog.parkedKeys();
-            dead = backlog.deadEvents();
-            if (failing) {
-                failing = false;
-                log.info("txoutbox-metrics {}: reading the backlog works again", schema);
-            }
-        } catch (Throwable t) { // the sampler never dies
-            parked = Double.NaN;
-            dead = Double.NaN;
-            topics.values().forEach(v -> {
-                v.pending = Double.NaN;
-                v.ageSeconds = Double.NaN;
-            });
-            if (!failing) {
-                failing = true;
-                log.warn("txoutbox-metrics {}: cannot read the backlog, gauges read NaN until it works: {}", schema,
-                        t.toString());
-            }
         }
     }
 
-    private TopicValues topic(String name) {
-        TopicValues v = topics.get(name);
+    private void unreadable() {
+        parked = Double.NaN;
+        dead = Double.NaN;
+        topics.values().forEach(v -> set(v, Double.NaN, null));
+        shards.values().forEach(v -> set(v, Double.NaN, null));
+    }
+
+    private static void set(Values v, double pending, Duration age) {
+        v.pending = pending;
+        v.ageSeconds = age == null ? Double.NaN : age.toNanos() / 1e9;
+    }
+
+    private Values topic(String name) {
+        Values v = topics.get(name);
         if (v != null) {
             return v;
         }
-        return topics.computeIfAbsent(name, n -> {
-            TopicValues created = new TopicValues();
-            Tags t = tags.and("topic", n);
-            Gauge.builder(PENDING, created, x -> x.pending).tags(t).description("Pending events")
-                    .register(registry);
-            Gauge.builder(EVENT_AGE, created, x -> x.ageSeconds).tags(t).baseUnit("seconds")
-                    .description("Age of the oldest pending event, from its created_at").register(registry);
-            return created;
-        });
+        return topics.computeIfAbsent(name, n -> register(PENDING, EVENT_AGE, tags.and("topic", n),
+                "Pending events", "Age of the oldest pending event, from its created_at"));
+    }
+
+    private Values shard(int shard) {
+        Values v = shards.get(shard);
+        if (v != null) {
+            return v;
+        }
+        return shards.computeIfAbsent(shard, n -> register(SHARD_PENDING, SHARD_EVENT_AGE,
+                tags.and("shard", Integer.toString(n)), "Pending events of the shard",
+                "Age of the shard's first pending event in claim order, from its created_at"));
+    }
+
+    private Values register(String pendingName, String ageName, Tags t, String pendingText, String ageText) {
+        Values created = new Values();
+        Gauge.builder(pendingName, created, x -> x.pending).tags(t).description(pendingText).register(registry);
+        Gauge.builder(ageName, created, x -> x.ageSeconds).tags(t).baseUnit("seconds").description(ageText)
+                .register(registry);
+        return created;
     }
 
     /** Stops sampling; the gauges keep their last values. Idempotent. */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true) || sampler == null) {
-            return;
-        }
-        sampler.shutdownNow();
-        try {
-            if (!sampler.awaitTermination(5, TimeUnit.SECONDS)) {
-                log.warn("txoutbox-metrics {}: sampler did not stop within 5 s", schema);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        sampler.close();
     }
 }

@@ -73,4 +73,48 @@ class OutboxMeterBinderIT {
             registry.close();
         }
     }
+
+    @Test
+    void shard_gauges_are_off_by_default_and_follow_the_table_when_on() {
+        TestDatabase db = postgres.database();
+        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).outboxTable("shard_gauges").shards(2)
+                .build();
+        schema.migrate(db.dataSource());
+        String t = schema.qualifiedOutboxTable();
+        db.execute("INSERT INTO " + t + " (topic, partition_key, aggregate_type, aggregate_id, event_type, payload)"
+                + " SELECT 'orders', 'k' || i, 'Order', 'o' || i, 'E', '{}' FROM generate_series(1, 20) i",
+                "UPDATE " + t + " SET created_at = now() - interval '1 hour' WHERE id IN (SELECT min(id) FROM " + t
+                        + " WHERE shard = 1)");
+        long pendingOfShard1 = db.queryLong("SELECT count(*) FROM " + t + " WHERE shard = 1");
+        String outbox = schema.schema() + ".shard_gauges";
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (OutboxMeterBinder plain = new OutboxMeterBinder(db.dataSource(), schema, Duration.ofSeconds(1));
+                OutboxMeterBinder perShard = new OutboxMeterBinder(db.dataSource(), schema, Duration.ofSeconds(1),
+                        true)) {
+            SimpleMeterRegistry plainRegistry = new SimpleMeterRegistry();
+            plain.bindTo(plainRegistry);
+            await().atMost(WAIT).until(() -> plainRegistry.find(OutboxMeterBinder.PENDING).gauge() != null
+                    && plainRegistry.get(OutboxMeterBinder.PENDING).gauge().value() == 20.0);
+            assertThat(plainRegistry.find(OutboxMeterBinder.SHARD_PENDING).meters()).isEmpty();
+            assertThat(plainRegistry.find(OutboxMeterBinder.SHARD_EVENT_AGE).meters()).isEmpty();
+
+            perShard.bindTo(registry);
+            await().atMost(WAIT).until(() -> registry.find(OutboxMeterBinder.SHARD_PENDING).meters().size() == 2);
+            Gauge pending = registry.get(OutboxMeterBinder.SHARD_PENDING).tags("outbox", outbox, "shard", "1")
+                    .gauge();
+            Gauge age = registry.get(OutboxMeterBinder.SHARD_EVENT_AGE).tags("outbox", outbox, "shard", "1").gauge();
+            Gauge ageOfShard0 = registry.get(OutboxMeterBinder.SHARD_EVENT_AGE).tags("outbox", outbox, "shard", "0")
+                    .gauge();
+            await().atMost(WAIT).until(() -> pending.value() == pendingOfShard1);
+            assertThat(age.value()).isBetween(3600.0, 3600.0 + 600);
+            assertThat(ageOfShard0.value()).isLessThan(600.0);
+            assertThat(age.getId().getBaseUnit()).isEqualTo("seconds");
+
+            db.execute("UPDATE " + t + " SET state = 'PUBLISHED', published_at = now() WHERE shard = 1");
+            await().atMost(WAIT).until(() -> pending.value() == 0.0 && age.value() == 0.0);
+            plainRegistry.close();
+        } finally {
+            registry.close();
+        }
+    }
 }

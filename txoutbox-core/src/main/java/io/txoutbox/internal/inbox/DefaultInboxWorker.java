@@ -3,6 +3,7 @@ package io.txoutbox.internal.inbox;
 import io.txoutbox.InboxWorker;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
+import io.txoutbox.spi.InboxListener;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -19,16 +20,22 @@ public final class DefaultInboxWorker implements InboxWorker {
 
     private final InboxWorkerConfig config;
     private final InboxCounters counters = new InboxCounters();
+    private final GuardedInboxListener listener;
     private final List<WorkerLane> lanes = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
 
     public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource) {
+        this(config, dataSource, InboxListener.none());
+    }
+
+    public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource, InboxListener listener) {
         this.config = config;
+        this.listener = new GuardedInboxListener(listener, config.name());
         InboxSql sql = new InboxSql(config.schema().schema());
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new WorkerLane(config, i, dataSource, sql, counters));
+            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener));
         }
     }
 
@@ -41,6 +48,7 @@ public final class DefaultInboxWorker implements InboxWorker {
             return this;
         }
         log.info("txoutbox-inbox {}: starting with {}", config.name(), config);
+        listener.workerStarted(config);
         for (WorkerLane lane : lanes) {
             Thread t = new Thread(lane, "txoutbox-inbox-" + lane.id());
             t.setDaemon(true);

@@ -42,7 +42,10 @@ final class InboxSql {
         this.claim = "SELECT id, event_id, partition_key, event_type, aggregate_type, aggregate_id, aggregate_version,"
                 + " payload, ARRAY(SELECT key FROM jsonb_each_text(headers) ORDER BY key),"
                 + " ARRAY(SELECT value FROM jsonb_each_text(headers) ORDER BY key),"
-                + " source_topic, source_partition, source_offset, received_at, attempts FROM " + inbox
+                + " source_topic, source_partition, source_offset, received_at, attempts,"
+                // the event's age at the claim (µs, database clock): the start of its receive→processed latency
+                + " greatest(0, (extract(epoch FROM clock_timestamp() - received_at) * 1000000)::bigint)"
+                + " FROM " + inbox
                 + " WHERE consumer = ? AND state = 'PENDING' AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
                 + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS w(k, from_id)"

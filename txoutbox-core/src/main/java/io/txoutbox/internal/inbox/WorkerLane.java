@@ -6,6 +6,7 @@ import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -48,6 +49,7 @@ final class WorkerLane implements Runnable {
     private final InboxSql sql;
     private final int consumerHash;
     private final InboxCounters counters;
+    private final InboxListener listener;
     private final Semaphore wake = new Semaphore(0);
 
     private volatile boolean stopping;
@@ -56,7 +58,8 @@ final class WorkerLane implements Runnable {
     private long errorBackoffMs;
     private String standbyReason;
 
-    WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters) {
+    WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
+            InboxListener listener) {
         this.config = config;
         this.index = index;
         this.laneId = config.name() + "-" + index;
@@ -64,6 +67,7 @@ final class WorkerLane implements Runnable {
         this.sql = sql;
         this.consumerHash = sql.consumerHash(config.consumer());
         this.counters = counters;
+        this.listener = listener;
         List<Integer> mine = new ArrayList<>();
         for (int s = 0; s < InboxWorkerConfig.INBOX_SHARDS; s++) {
             if (s % config.lanes() == index) {
@@ -109,6 +113,7 @@ final class WorkerLane implements Runnable {
                     stopping = true;
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    listener.loopFailed(t);
                     log.error("txoutbox-inbox {}: batch failed, reconnecting (its rows stay pending): {}", laneId,
                             t.toString(), t);
                     releaseConnection();
@@ -199,35 +204,49 @@ final class WorkerLane implements Runnable {
 
     // ---- one batch -------------------------------------------------------------------------------------------
 
-    private record Failure(InboxEvent event, Throwable cause) {
+    private record Failure(InboxEvent event, Throwable cause, boolean permanent) {
+    }
+
+    /** A claimed batch; {@code ageMicros[i]}: event i's age at the claim, from its received_at (database clock). */
+    private record Claimed(List<InboxEvent> events, long[] ageMicros) {
     }
 
     /** Claims and handles one batch in one transaction; false when there was nothing to do. */
     private boolean runBatch() throws SQLException {
         Connection c = connection;
         try {
-            List<InboxEvent> batch = claim(c, waitingKeys(c));
+            long t0 = System.nanoTime();
+            Claimed claimed = claim(c, waitingKeys(c));
+            List<InboxEvent> batch = claimed.events();
             if (batch.isEmpty()) {
                 c.commit();
                 return false;
             }
+            long claimedAt = System.nanoTime();
             List<Long> processed = new ArrayList<>(batch.size());
+            int[] processedIndex = new int[batch.size()];
+            long[] handlerNanos = new long[batch.size()];
             List<Failure> failures = new ArrayList<>();
             Set<String> failedKeys = new HashSet<>();
-            for (InboxEvent e : batch) {
+            for (int i = 0; i < batch.size(); i++) {
+                InboxEvent e = batch.get(i);
                 if (e.key() != null && failedKeys.contains(e.key())) {
                     continue; // the key waits from its failed event on; stays pending, in order
                 }
+                long h0 = System.nanoTime();
                 Throwable failure = handle(c, e);
+                handlerNanos[i] = System.nanoTime() - h0;
                 if (failure == null) {
+                    processedIndex[processed.size()] = i;
                     processed.add(e.id());
                 } else {
-                    failures.add(new Failure(e, failure));
+                    failures.add(new Failure(e, failure, config.permanentFailure().test(failure)));
                     if (e.key() != null) {
                         failedKeys.add(e.key());
                     }
                 }
             }
+            long handledAt = System.nanoTime();
             if (!processed.isEmpty()) {
                 try (PreparedStatement ps = c.prepareStatement(sql.markProcessed)) {
                     ps.setString(1, config.consumer());
@@ -242,11 +261,11 @@ final class WorkerLane implements Runnable {
             }
             long parked = 0;
             long dead = 0;
+            List<String> states = new ArrayList<>(failures.size());
             if (!failures.isEmpty()) {
                 List<Long> ids = new ArrayList<>();
                 List<String> errors = new ArrayList<>();
                 List<Long> delays = new ArrayList<>();
-                List<String> states = new ArrayList<>();
                 for (Failure f : failures) {
                     String state = plan(f, delays);
                     ids.add(f.event.id());
@@ -265,11 +284,31 @@ final class WorkerLane implements Runnable {
                 }
             }
             c.commit();
+            long done = System.nanoTime();
             counters.batches.increment();
             counters.processed.add(processed.size());
             counters.failedAttempts.add(failures.size());
             counters.parked.add(parked);
             counters.dead.add(dead);
+            listener.batchCompleted(batch.size(), claimedAt - t0, handledAt - claimedAt, done - handledAt);
+            for (int p = 0; p < processed.size(); p++) {
+                int i = processedIndex[p];
+                listener.processed(batch.get(i).eventType(), handlerNanos[i],
+                        claimed.ageMicros()[i] * 1_000 + (done - claimedAt));
+            }
+            for (int f = 0; f < failures.size(); f++) {
+                Failure failure = failures.get(f);
+                String type = failure.event().eventType();
+                listener.handlerFailed(type, failure.permanent() ? InboxListener.FailureKind.PERMANENT
+                        : InboxListener.FailureKind.TRANSIENT);
+                switch (states.get(f)) {
+                    case "PARKED" -> listener.keyParked(type);
+                    case "DEAD" -> listener.deadLettered(type);
+                    default -> {
+                        // retried later; nothing more to report
+                    }
+                }
+            }
             return true;
         } catch (SQLException | RuntimeException e) {
             rollbackQuietly(c);
@@ -314,7 +353,7 @@ final class WorkerLane implements Runnable {
     private String plan(Failure f, List<Long> delays) {
         InboxEvent e = f.event;
         int attempts = e.attempts() + 1;
-        boolean permanent = config.permanentFailure().test(f.cause);
+        boolean permanent = f.permanent;
         String error = HandlerFailures.describe(f.cause, 500);
         if (!permanent && attempts < config.retry().maxAttempts()) {
             long delay = config.retry().backoffAfter(attempts).toMillis();
@@ -349,7 +388,7 @@ final class WorkerLane implements Runnable {
         return keys;
     }
 
-    private List<InboxEvent> claim(Connection c, Map<String, Long> waiting) throws SQLException {
+    private Claimed claim(Connection c, Map<String, Long> waiting) throws SQLException {
         String[] keys = new String[waiting.size()];
         Long[] fromIds = new Long[waiting.size()];
         int w = 0;
@@ -358,6 +397,7 @@ final class WorkerLane implements Runnable {
             fromIds[w++] = e.getValue();
         }
         List<InboxEvent> batch = new ArrayList<>(config.batchSize());
+        long[] ageMicros = new long[config.batchSize()];
         try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
             ps.setString(1, config.consumer());
             ps.setArray(2, c.createArrayOf("integer", shards));
@@ -367,6 +407,7 @@ final class WorkerLane implements Runnable {
             ps.setFetchSize(config.batchSize());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
+                    ageMicros[batch.size()] = rs.getLong(16);
                     long version = rs.getLong(7);
                     Long aggregateVersion = rs.wasNull() ? null : version;
                     int partition = rs.getInt(12);
@@ -380,7 +421,7 @@ final class WorkerLane implements Runnable {
                 }
             }
         }
-        return batch;
+        return new Claimed(batch, ageMicros);
     }
 
     private static Map<String, String> headers(Array names, Array values) throws SQLException {

@@ -1,43 +1,30 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.ListenerGuard;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Calls the user's {@link RelayListener} so that it can never break a lane: whatever a callback throws is caught,
- * counted, and logged once (the first time, with its stack trace; later ones at debug level).
+ * counted, and logged once ({@link ListenerGuard}).
  */
 final class GuardedListener implements RelayListener {
 
     private static final Logger log = LoggerFactory.getLogger(GuardedListener.class);
 
     private final RelayListener delegate;
-    private final String relay;
-    private final AtomicBoolean logged = new AtomicBoolean();
-    private final LongAdder failures = new LongAdder();
+    private final ListenerGuard guard;
 
     GuardedListener(RelayListener delegate, String relay) {
         this.delegate = delegate;
-        this.relay = relay;
+        this.guard = new ListenerGuard(log, "txoutbox-relay " + relay, "relay", delegate);
     }
 
     long failures() {
-        return failures.sum();
-    }
-
-    private void failed(String callback, Throwable t) {
-        failures.increment();
-        if (logged.compareAndSet(false, true)) {
-            log.error("txoutbox-relay {}: listener {} threw from {}; the relay ignores it and goes on (logged once; "
-                    + "fix the listener)", relay, delegate.getClass().getName(), callback, t);
-        } else if (log.isDebugEnabled()) {
-            log.debug("txoutbox-relay {}: listener threw again from {}: {}", relay, callback, t.toString());
-        }
+        return guard.failures();
     }
 
     @Override
@@ -45,7 +32,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.relayStarted(config);
         } catch (Throwable t) {
-            failed("relayStarted", t);
+            guard.failed("relayStarted", t);
         }
     }
 
@@ -54,7 +41,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.batchCompleted(size, claimNanos, sendNanos, markNanos);
         } catch (Throwable t) {
-            failed("batchCompleted", t);
+            guard.failed("batchCompleted", t);
         }
     }
 
@@ -63,7 +50,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.published(topic, commitToAckNanos);
         } catch (Throwable t) {
-            failed("published", t);
+            guard.failed("published", t);
         }
     }
 
@@ -72,7 +59,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.sendFailed(topic, kind);
         } catch (Throwable t) {
-            failed("sendFailed", t);
+            guard.failed("sendFailed", t);
         }
     }
 
@@ -81,7 +68,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.keyParked(topic);
         } catch (Throwable t) {
-            failed("keyParked", t);
+            guard.failed("keyParked", t);
         }
     }
 
@@ -90,7 +77,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.deadLettered(topic);
         } catch (Throwable t) {
-            failed("deadLettered", t);
+            guard.failed("deadLettered", t);
         }
     }
 
@@ -99,7 +86,7 @@ final class GuardedListener implements RelayListener {
         try {
             delegate.loopFailed(error);
         } catch (Throwable t) {
-            failed("loopFailed", t);
+            guard.failed("loopFailed", t);
         }
     }
 }

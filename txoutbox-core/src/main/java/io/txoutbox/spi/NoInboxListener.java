@@ -1,0 +1,6 @@
+package io.txoutbox.spi;
+
+/** The default {@link InboxListener}: ignores everything. */
+enum NoInboxListener implements InboxListener {
+    INSTANCE
+}
