@@ -1,5 +1,7 @@
 package io.txoutbox.bench;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import io.txoutbox.Inbox;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxMessage;
@@ -22,6 +24,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -83,10 +86,16 @@ final class InboxBench implements Callable<Integer> {
             description = "inbox worker batch size (default ${DEFAULT-VALUE})")
     int batchSize;
 
+    @Option(names = "--no-pool", description = "give the inbox contenders the unpooled data source (a new PostgreSQL "
+            + "connection per batch) instead of a HikariCP pool")
+    boolean noPool;
+
     @Option(names = "--consumer-property", description = "consumer property k=v for all three consumers (repeatable)")
     Map<String, String> consumerProperties = new LinkedHashMap<>();
 
     private BenchEnv env;
+    /** What the inbox contenders get: a pool, as an application would give them, unless --no-pool. */
+    private DataSource dataSource;
     private String topic;
     private String deadLetterTopic;
 
@@ -107,8 +116,9 @@ final class InboxBench implements Callable<Integer> {
         String suffix = Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
         topic = "inbox-bench-" + suffix;
         deadLetterTopic = topic + ".dlt";
-        try (BenchEnv e = new BenchEnv(common)) {
+        try (BenchEnv e = new BenchEnv(common); HikariDataSource pool = noPool ? null : pool(e)) {
             env = e;
+            dataSource = pool != null ? pool : e.dataSource();
             env.createTopic(topic, Map.of());
             env.createTopic(deadLetterTopic, Map.of());
             double fillRate = fill(gen);
@@ -139,6 +149,14 @@ final class InboxBench implements Callable<Integer> {
             report(results, fillRate, e.describe());
         }
         return 0;
+    }
+
+    private HikariDataSource pool(BenchEnv e) {
+        HikariConfig config = new HikariConfig();
+        config.setDataSource(e.dataSource());
+        config.setPoolName("bench-inbox");
+        config.setMaximumPoolSize(lanes + 4); // the worker's lanes, a consumer, slack
+        return new HikariDataSource(config);
     }
 
     private Run logged(int round, String name, Run r) {
@@ -247,7 +265,7 @@ final class InboxBench implements Callable<Integer> {
             InboxHandler noOp = (c, e) -> {
             };
             Run drain;
-            try (InboxWorker worker = InboxWorker.builder().dataSource(env.dataSource()).schema(schema)
+            try (InboxWorker worker = InboxWorker.builder().dataSource(dataSource).schema(schema)
                     .consumer("bench").name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
                     .handler(Events.EVENT_TYPE, noOp).build()) {
                 long t0 = System.nanoTime();
@@ -292,7 +310,7 @@ final class InboxBench implements Callable<Integer> {
             long batches = 0;
             long t0 = System.nanoTime();
             for (int from = 0; from < messages.size(); from += perBatch) {
-                try (Connection c = env.dataSource().getConnection()) {
+                try (Connection c = dataSource.getConnection()) {
                     c.setAutoCommit(false);
                     inbox.receive(c, "bench", messages.subList(from, Math.min(messages.size(), from + perBatch)));
                     c.commit();
@@ -339,7 +357,7 @@ final class InboxBench implements Callable<Integer> {
 
     private KafkaInboxConsumer.Builder inboxConsumer(String group, OutboxSchema schema) {
         KafkaInboxConsumer.Builder b = KafkaInboxConsumer.builder().bootstrapServers(env.bootstrapServers())
-                .groupId(group).consumerName("bench").name(group).topics(topic).dataSource(env.dataSource())
+                .groupId(group).consumerName("bench").name(group).topics(topic).dataSource(dataSource)
                 .schema(schema);
         consumerProperties.forEach(b::property);
         return b;
@@ -387,6 +405,9 @@ final class InboxBench implements Callable<Integer> {
                 .append("headers; filled at ").append(Stats.fmt(fillRate)).append(" records/s (not a contender)\n");
         out.append("- consumer properties (all three consumers): ").append(consumerProperties.isEmpty()
                 ? "client defaults (max.poll.records=500), read_committed" : consumerProperties).append('\n');
+        out.append("- data source of the inbox contenders: ").append(noPool
+                ? "unpooled PGSimpleDataSource (every getConnection() opens a new PostgreSQL connection)"
+                : "HikariCP pool, at most " + (lanes + 4) + " connections").append('\n');
         out.append("- command: ").append(command()).append("\n\n");
         List<Run> plain = results.get(PLAIN);
         Stats.Table t = new Stats.Table("contender", "msg/s per round", "÷ plain per round",
@@ -398,7 +419,7 @@ final class InboxBench implements Callable<Integer> {
             List<String> overheads = new ArrayList<>();
             for (int i = 0; i < rs.size(); i++) {
                 rates.add(Stats.fmt(rs.get(i).rate()));
-                ratios.add(Stats.fmt(rs.get(i).rate() / plain.get(i).rate()));
+                ratios.add(String.format("%.3f", rs.get(i).rate() / plain.get(i).rate()));
                 overheads.add(Stats.fmt((1 / rs.get(i).rate() - 1 / plain.get(i).rate()) * 1e6));
             }
             boolean isPlain = en.getKey().equals(PLAIN);
