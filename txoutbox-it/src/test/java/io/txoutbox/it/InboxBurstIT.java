@@ -128,7 +128,6 @@ class InboxBurstIT {
                     .until(() -> db.queryLong("SELECT count(*) FROM inbox_event WHERE consumer = '" + consumer
                             + "' AND state = 'PROCESSED'") == EVENTS);
             log.info("inbox drained after {} ms; {}", (System.nanoTime() - started) / 1_000_000, worker.stats());
-            assertThat(worker.stats().processed()).isEqualTo(EVENTS);
 
             assertThat(effects()).as("one effect per event").isEqualTo(EVENTS);
             Set<UUID> applied = appliedEventIds();
