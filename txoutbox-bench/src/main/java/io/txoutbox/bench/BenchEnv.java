@@ -111,6 +111,23 @@ final class BenchEnv implements AutoCloseable {
         }
     }
 
+    /** The sum of a consumer group's committed offsets over all its partitions (0 before its first commit). */
+    long committedOffsets(String group) {
+        try {
+            long sum = 0;
+            for (var offset : admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().values()) {
+                sum += offset == null ? 0 : offset.offset();
+            }
+            return sum;
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("could not read the offsets of group " + group + ": " + e.getCause(),
+                    e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
     void deleteTopic(String name) {
         try {
             admin.deleteTopics(List.of(name)).all().get();
