@@ -275,8 +275,12 @@ class PartitionedOutboxIT {
         OutboxSchema plain = schema().build();
         plain.migrate(db.dataSource());
         String role = "w_" + table;
-        db.execute("DROP ROLE IF EXISTS " + role, "CREATE ROLE " + role,
-                "GRANT INSERT ON " + plain.qualifiedOutboxTable() + " TO " + role);
+        String owner = "o_" + table;
+        db.execute("DROP ROLE IF EXISTS " + role, "CREATE ROLE " + role, "DROP ROLE IF EXISTS " + owner,
+                "CREATE ROLE " + owner, "GRANT ALL ON SCHEMA " + db.schema() + " TO " + owner,
+                "ALTER TABLE " + plain.qualifiedOutboxTable() + " OWNER TO " + owner,
+                "GRANT INSERT ON " + plain.qualifiedOutboxTable() + " TO " + role,
+                "GRANT SELECT ON SEQUENCE " + db.schema() + "." + table + "_id_seq TO " + role);
         Outbox plainOutbox = Outbox.builder().schema(plain).build();
         Map<String, List<UUID>> pendingByKey = new LinkedHashMap<>();
         List<UUID> before = new ArrayList<>();
@@ -307,6 +311,10 @@ class PartitionedOutboxIT {
                 .isZero();
         assertThat(db.queryLong("SELECT has_table_privilege('" + role + "', '" + s.qualifiedOutboxTable()
                 + "', 'INSERT')::int")).isOne();
+        assertThat(db.queryLong("SELECT has_sequence_privilege('" + role + "', pg_get_serial_sequence('"
+                + s.qualifiedOutboxTable() + "', 'id'), 'SELECT')::int")).isOne();
+        assertThat(db.queryLong("SELECT (pg_get_userbyid(relowner) = '" + owner + "')::int FROM pg_class WHERE oid = '"
+                + s.qualifiedOutboxTable() + "'::regclass")).isOne();
         // the plain table's indexes serve its partition (attached, not rebuilt); the parent has the same ones
         assertThat(db.queryLong("SELECT count(*) FROM pg_index WHERE indrelid = '" + s.qualifiedOutboxTable()
                 + "'::regclass")).isEqualTo(db.queryLong("SELECT count(*) FROM pg_index WHERE indrelid = '"

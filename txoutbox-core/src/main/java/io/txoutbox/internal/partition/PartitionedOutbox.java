@@ -251,8 +251,10 @@ public final class PartitionedOutbox {
             st.execute("LOCK TABLE " + parent + " IN ACCESS EXCLUSIVE MODE");
             List<String[]> indexes = indexes(c);
             String pkName = primaryKeyName(c);
-            List<String> grants = grants(c);
+            String owner = owner(c);
             String sequence = sequence(c, parent);
+            List<String> grants = grants(c, parent, "TABLE " + parent);
+            List<String> sequenceGrants = sequence == null ? List.of() : grants(c, sequence, "SEQUENCE %s");
             st.execute("ALTER TABLE " + parent + " RENAME TO " + Identifiers.quote(legacy));
             String qualifiedLegacy = qualified(legacy);
             if (sequence != null) {
@@ -273,8 +275,13 @@ public final class PartitionedOutbox {
             for (String[] index : indexes) {
                 st.execute(indexOnParent(index[0], index[1]));
             }
+            st.execute("ALTER TABLE " + parent + " OWNER TO " + owner);
             for (String grant : grants) {
                 st.execute(grant);
+            }
+            String newSequence = sequence(c, parent);
+            for (String grant : sequenceGrants) {
+                st.execute(String.format(grant, newSequence));
             }
             st.execute("ALTER TABLE " + parent + " ATTACH PARTITION " + qualifiedLegacy
                     + " FOR VALUES FROM (MINVALUE) TO ('" + bound + "')");
@@ -333,21 +340,36 @@ public final class PartitionedOutbox {
         }
     }
 
-    /** GRANT statements that give the parent the table's privileges (the writer role's INSERT, say). */
-    private List<String> grants(Connection c) throws SQLException {
+    /**
+     * GRANT statements that give {@code target} the privileges {@code relation} has (the writer role's INSERT on the
+     * table, the retention's SELECT on the id sequence); {@code target} may hold a {@code %s} for a name known later.
+     */
+    private static List<String> grants(Connection c, String relation, String target) throws SQLException {
         List<String> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC'"
                 + " ELSE quote_ident(pg_get_userbyid(a.grantee)) END, a.privilege_type, a.is_grantable"
                 + " FROM pg_class t, aclexplode(t.relacl) a WHERE t.oid = ?::regclass AND a.grantee <> t.relowner")) {
-            ps.setString(1, parent);
+            ps.setString(1, relation);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    out.add("GRANT " + rs.getString(2) + " ON " + parent + " TO " + rs.getString(1)
+                    out.add("GRANT " + rs.getString(2) + " ON " + target + " TO " + rs.getString(1)
                             + (rs.getBoolean(3) ? " WITH GRANT OPTION" : ""));
                 }
             }
         }
         return out;
+    }
+
+    /** The table's owner, quoted: the parent gets the same (and with it its identity sequence). */
+    private String owner(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT quote_ident(pg_get_userbyid(relowner)) FROM pg_class"
+                + " WHERE oid = ?::regclass")) {
+            ps.setString(1, parent);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
     }
 
     private static String sequence(Connection c, String relation) throws SQLException {
