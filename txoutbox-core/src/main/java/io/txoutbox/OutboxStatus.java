@@ -26,14 +26,27 @@ import javax.sql.DataSource;
  *
  * @param backlog pending events per topic, parked keys and dead events
  * @param lanes   the relay lanes owned now, across all instances ({@link OutboxAdmin#laneOwners()})
- * @param shards  pending events and event age per shard, only shards that have some, by shard
+ * @param shards     pending events and event age per shard, only shards that have some, by shard
+ * @param partitions the partitions of a time-partitioned outbox in range order, the default one last; empty for a
+ *                   plain table
  */
-public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, List<ShardStatus> shards) {
+public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, List<ShardStatus> shards,
+        List<PartitionStatus> partitions) {
 
     public OutboxStatus {
         Objects.requireNonNull(backlog, "backlog");
         lanes = List.copyOf(lanes);
         shards = List.copyOf(shards);
+        partitions = List.copyOf(partitions);
+    }
+
+    /**
+     * One partition of a time-partitioned outbox: the UTC times its event ids cover ({@code null}: unbounded, as for
+     * the {@code _legacy} partition of a converted table), and its rows — PostgreSQL's estimate for a period's
+     * partition, an exact count for the default one, whose rows mean writes reached a period with no partition (or
+     * parked and dead rows were moved there when their partition was dropped).
+     */
+    public record PartitionStatus(String name, Instant from, Instant to, long rows, boolean isDefault) {
     }
 
     /** One topic with pending events: how many, and the age of the oldest. */
@@ -93,7 +106,9 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
         Objects.requireNonNull(schema, "schema");
         Backlog backlog = backlog(dataSource, schema);
         List<ShardStatus> shards = shards(dataSource, schema);
-        return new OutboxStatus(backlog, OutboxAdmin.create(dataSource, schema).laneOwners(), shards);
+        List<PartitionStatus> partitions = schema.isPartitioned() ? new StatusSql(schema).partitions(dataSource)
+                : List.of();
+        return new OutboxStatus(backlog, OutboxAdmin.create(dataSource, schema).laneOwners(), shards, partitions);
     }
 
     /** Reads only the backlog (two statements): for gauges and health checks sampled every few seconds. */
@@ -171,6 +186,17 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
             shards.forEach(s -> ages.put(s.shard(), seconds(s.oldestPendingAge())));
             b.append("pending by shard: ").append(pendingByShard()).append('\n');
             b.append("oldest by shard: ").append(ages).append('\n');
+        }
+        if (!partitions.isEmpty()) {
+            List<PartitionStatus> periods = partitions.stream().filter(p -> !p.isDefault()).toList();
+            b.append("partitions: ").append(periods.size());
+            if (!periods.isEmpty()) {
+                b.append(", ").append(periods.get(0).name()).append(" … ").append(periods.get(periods.size() - 1)
+                        .name()).append(", up to ").append(periods.get(periods.size() - 1).to());
+            }
+            b.append('\n');
+            partitions.stream().filter(PartitionStatus::isDefault).forEach(p -> b.append("default partition: ")
+                    .append(p.rows()).append(p.rows() == 1 ? " row" : " rows").append('\n'));
         }
         return b.toString();
     }

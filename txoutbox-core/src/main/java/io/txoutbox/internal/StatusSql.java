@@ -3,13 +3,18 @@ package io.txoutbox.internal;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
+import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -52,6 +57,44 @@ public final class StatusSql {
 
     public List<OutboxStatus.ShardStatus> shards(DataSource dataSource) {
         return read(dataSource, "the pending events per shard", this::shards);
+    }
+
+    /** The partitions of a time-partitioned outbox (estimated rows; the default partition's counted). */
+    public List<OutboxStatus.PartitionStatus> partitions(DataSource dataSource) {
+        return read(dataSource, "the partitions", this::partitions);
+    }
+
+    private List<OutboxStatus.PartitionStatus> partitions(Connection c) throws SQLException {
+        PartitionedOutbox table = new PartitionedOutbox(schema);
+        Map<String, Long> estimates = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT p.relname, greatest(p.reltuples, 0)::bigint"
+                + " FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = ?::regclass")) {
+            ps.setString(1, schema.qualifiedOutboxTable());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    estimates.put(rs.getString(1), rs.getLong(2));
+                }
+            }
+        }
+        List<OutboxStatus.PartitionStatus> out = new ArrayList<>();
+        for (PartitionedOutbox.Partition p : table.partitions(c)) {
+            long rows = estimates.getOrDefault(p.name(), 0L);
+            if (p.isDefault()) {
+                try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM (SELECT 1 FROM "
+                        + table.qualifiedDefaultPartition() + " LIMIT 1000000) d");
+                        ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    rows = rs.getLong(1);
+                }
+            }
+            out.add(new OutboxStatus.PartitionStatus(p.name(), instant(p.from()), instant(p.to()), rows,
+                    p.isDefault()));
+        }
+        return out;
+    }
+
+    private static Instant instant(UUID bound) {
+        return bound == null ? null : Instant.ofEpochMilli(bound.getMostSignificantBits() >>> 16);
     }
 
     @FunctionalInterface

@@ -13,6 +13,7 @@ import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
@@ -371,6 +372,20 @@ class PartitionedOutboxIT {
         OutboxRetention.Result r = OutboxRetention.builder().dataSource(db.dataSource()).schema(s)
                 .retention(Duration.ofDays(KEEP_DAYS)).build().runOnce();
         assertThat(r.partitions().defaultPartitionRows()).isEqualTo(1);
+        // the status shows the partitions in order: _legacy (everything before the first period), the periods, and
+        // the default one last with its row
+        OutboxStatus status = OutboxStatus.snapshot(db.dataSource(), s);
+        Instant first = OutboxPartitioning.Period.DAY.next(OutboxPartitioning.Period.DAY.startOf(
+                Instant.now().plus(Duration.ofHours(1))));
+        assertThat(status.partitions().get(0)).isEqualTo(
+                new OutboxStatus.PartitionStatus(table + "_legacy", null, first, 0, false));
+        assertThat(status.partitions().get(1)).extracting(OutboxStatus.PartitionStatus::name,
+                OutboxStatus.PartitionStatus::from, OutboxStatus.PartitionStatus::to)
+                .containsExactly(day(first), first, first.plus(Duration.ofDays(1)));
+        assertThat(status.partitions()).last().isEqualTo(
+                new OutboxStatus.PartitionStatus(table + "_default", null, null, 1, true));
+        assertThat(status.toText()).contains("default partition: 1 row\n")
+                .contains("partitions: " + (status.partitions().size() - 1) + ", " + table + "_legacy … ");
         // the period of that row cannot get a partition while the row sits in the default partition: reported
         OutboxRetention.Result later = OutboxRetention.builder().dataSource(db.dataSource()).schema(s)
                 .retention(Duration.ofDays(KEEP_DAYS))
