@@ -4,6 +4,7 @@ import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.spi.RelayListener;
 import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -50,6 +52,28 @@ final class KeptBench implements Callable<Integer> {
     private record Arm(String name, OutboxSchema schema) {
     }
 
+    /** Where a drain's batches spent their time: claim, send and mark, summed over the lanes' batches. */
+    private static final class Anatomy implements RelayListener {
+        final LongAdder batches = new LongAdder();
+        final LongAdder claim = new LongAdder();
+        final LongAdder send = new LongAdder();
+        final LongAdder mark = new LongAdder();
+
+        @Override
+        public void batchCompleted(int size, long claimNanos, long sendNanos, long markNanos) {
+            batches.increment();
+            claim.add(claimNanos);
+            send.add(sendNanos);
+            mark.add(markNanos);
+        }
+
+        String describe() {
+            long n = Math.max(1, batches.sum());
+            return String.format("%d batches, per batch: claim %.1f ms, send %.1f ms, mark %.1f ms", batches.sum(),
+                    claim.sum() / 1e6 / n, send.sum() / 1e6 / n, mark.sum() / 1e6 / n);
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
         Events gen = new Events(common.keys, common.payloadBytes);
@@ -61,13 +85,18 @@ final class KeptBench implements Callable<Integer> {
                     new Arm("plain, " + kept + " kept", fill(env, plain(env, "bench_kept_plain"))),
                     new Arm("partitioned daily, " + kept + " kept", fill(env, partitioned(env, "bench_kept_part"))));
             Map<String, List<Double>> rates = new LinkedHashMap<>();
+            Map<String, List<String>> anatomies = new LinkedHashMap<>();
             arms.forEach(a -> rates.put(a.name, new ArrayList<>()));
+            arms.forEach(a -> anatomies.put(a.name, new ArrayList<>()));
             for (int round = 0; round < rounds; round++) {
                 for (int k = 0; k < arms.size(); k++) {
                     Arm arm = arms.get((k + round) % arms.size());
-                    double rate = drain(env, gen, arm, "r" + (round + 1) + "_" + k);
-                    log.info("round {}: {}: {} events/s", round + 1, arm.name, Stats.fmt(rate));
+                    Anatomy anatomy = new Anatomy();
+                    double rate = drain(env, gen, arm, "r" + (round + 1) + "_" + k, anatomy);
+                    log.info("round {}: {}: {} events/s; {}", round + 1, arm.name, Stats.fmt(rate),
+                            anatomy.describe());
                     rates.get(arm.name).add(rate);
+                    anatomies.get(arm.name).add(anatomy.describe());
                 }
             }
             double base = rates.get(arms.get(0).name).stream().mapToDouble(Double::doubleValue).average().orElse(1);
@@ -78,6 +107,9 @@ final class KeptBench implements Callable<Integer> {
                 double mean = r.stream().mapToDouble(Double::doubleValue).average().orElse(0);
                 System.out.printf("| %s | %s | %s | %.2f |%n", a.name,
                         String.join(" / ", r.stream().map(Stats::fmt).toList()), Stats.fmt(mean), mean / base);
+            }
+            for (Arm a : arms) {
+                anatomies.get(a.name).forEach(line -> System.out.printf("%s: %s%n", a.name, line));
             }
             for (Arm a : arms) {
                 System.out.printf("%s: table size %s%n", a.name, env.queryString("SELECT pg_size_pretty(sum("
@@ -140,12 +172,12 @@ final class KeptBench implements Callable<Integer> {
      * and would start draining before the clock starts — after a warm-up relay of the same name has run the code
      * paths; the timed relay is started with the clock.
      */
-    private double drain(BenchEnv env, Events gen, Arm arm, String id) throws Exception {
+    private double drain(BenchEnv env, Events gen, Arm arm, String id, Anatomy anatomy) throws Exception {
         String topic = "kept-" + id;
         env.createTopic(topic, Map.of());
         String name = "kept-" + id.replace('_', '-');
         try (CommittedReader reader = new CommittedReader(env.bootstrapServers(), topic, null)) {
-            PollingRelay warm = relay(env, arm, name).start();
+            PollingRelay warm = relay(env, arm, name, RelayListener.none()).start();
             try {
                 RelayWarmUp.run(env, warm, arm.schema, gen, topic + "-warm");
             } finally {
@@ -153,7 +185,7 @@ final class KeptBench implements Callable<Integer> {
             }
             reader.awaitReady();
             Backlog.write(env, arm.schema, gen, topic, events);
-            PollingRelay relay = relay(env, arm, name);
+            PollingRelay relay = relay(env, arm, name, anatomy);
             try {
                 long t0 = System.nanoTime();
                 relay.start();
@@ -177,8 +209,8 @@ final class KeptBench implements Callable<Integer> {
         }
     }
 
-    private PollingRelay relay(BenchEnv env, Arm arm, String name) {
-        return PollingRelay.builder().dataSource(env.dataSource())
+    private PollingRelay relay(BenchEnv env, Arm arm, String name, RelayListener listener) {
+        return PollingRelay.builder().dataSource(env.dataSource()).listener(listener)
                 .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common), common))
                 .schema(arm.schema).name(name).lanes(lanes).batchSize(batchSize).build();
     }
