@@ -530,6 +530,11 @@ final class Lane implements Runnable {
             sendToDeadLetterTopic(deadLetters, update);
         }
         try {
+            if (sql.partitioned) {
+                try (Statement st = c.createStatement()) {
+                    st.execute(RelaySql.GENERIC_PLANS);
+                }
+            }
             if (!published.isEmpty()) {
                 try (PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
                     ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));

@@ -36,6 +36,13 @@ final class RelaySql {
     /** The claim for a server with {@code track_commit_timestamp = on}. */
     final String claimWithCommitTime;
     final String markPublished;
+    /**
+     * A partitioned table: the mark transaction plans generically. The lanes plan every statement for its parameters
+     * (custom plans), and for an {@code id = ANY(2,000 ids)} over 22 partitions that planning alone took 6–23 ms, the
+     * execution 25–31 ms; with the cached generic plan 0.1 ms and 12.5 ms (EXPLAIN ANALYZE, PostgreSQL 15).
+     */
+    static final String GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan";
+    final boolean partitioned;
     final String recordFailures;
     final int tableHash;
 
@@ -68,6 +75,7 @@ final class RelaySql {
         this.claimWithCommitTime = claim(t, COMMIT_AGE_TRACKED);
         this.markPublished = "UPDATE " + t + " SET state = 'PUBLISHED', published_at = now()"
                 + " WHERE state = 'PENDING' AND id = ANY(?)";
+        this.partitioned = schema.isPartitioned();
         this.recordFailures = "UPDATE " + t + " o SET attempts = o.attempts + f.add_attempt, last_error = f.err,"
                 + " state = f.new_state,"
                 + " failed_at = CASE WHEN f.new_state IN ('PARKED', 'DEAD') THEN now() ELSE o.failed_at END,"
