@@ -78,15 +78,7 @@ public final class StatusSql {
         }
         List<OutboxStatus.PartitionStatus> out = new ArrayList<>();
         for (PartitionedOutbox.Partition p : table.partitions(c)) {
-            long rows = estimates.getOrDefault(p.name(), 0L);
-            if (p.isDefault()) {
-                try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM (SELECT 1 FROM "
-                        + table.qualifiedDefaultPartition() + " LIMIT 1000000) d");
-                        ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    rows = rs.getLong(1);
-                }
-            }
+            long rows = p.isDefault() ? table.defaultRows(c) : estimates.getOrDefault(p.name(), 0L);
             out.add(new OutboxStatus.PartitionStatus(p.name(), instant(p.from()), instant(p.to()), rows,
                     p.isDefault()));
         }

@@ -2,6 +2,7 @@ package io.txoutbox.internal.partition;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxPartitioning;
+import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.Identifiers;
 import io.txoutbox.internal.SqlErrors;
@@ -71,11 +72,6 @@ public final class PartitionedOutbox {
         boolean overlaps(UUID start, UUID end) {
             return !isDefault && (from == null || compare(from, end) < 0) && (to == null || compare(start, to) < 0);
         }
-    }
-
-    /** What a maintenance run did to the partitions; {@code kept} says why an expired partition was not dropped. */
-    public record Report(List<String> created, List<String> dropped, long rowsMoved, List<String> kept,
-            long defaultRows) {
     }
 
     /** The lowest event id of a UUIDv7 made at {@code t}: the bound of the partition that starts at {@code t}. */
@@ -150,7 +146,8 @@ public final class PartitionedOutbox {
     /**
      * Turns the plain outbox table into a partitioned one, once (a partitioned table is left as it is): the existing
      * table becomes the partition {@code <table>_legacy} of all ids before the start of the next period (at least an
-     * hour ahead), without copying a row, and a default partition and the partitions ahead are created.
+     * hour ahead), without copying a row, and a default partition is created ({@link #createAhead} makes the
+     * periods' partitions).
      *
      * <p>Steps: (1) add {@code CHECK (event_id < bound) NOT VALID} and validate it (and any other NOT VALID check)
      * — a scan under SHARE UPDATE EXCLUSIVE, writers go on; (2) in one transaction under ACCESS EXCLUSIVE (catalog
@@ -397,21 +394,22 @@ public final class PartitionedOutbox {
      * events are not published yet); its PARKED, DEAD and DISCARDED rows (at most {@code maxMovedRows}) move to the
      * default partition with their ids in the transaction that drops it, so retention never removes them.
      */
-    public Report maintain(Connection c, Instant now, Instant cutoff, Duration lockTimeout, int maxMovedRows)
-            throws SQLException {
+    public OutboxRetention.Partitions maintain(Connection c, Instant now, Instant cutoff, Duration lockTimeout,
+            int maxMovedRows) throws SQLException {
         if (!isPartitioned(c, schema)) {
             c.commit();
             throw new OutboxException(schema + " is configured as partitioned but the table is not: run"
                     + " OutboxSchema.migrate with the same configuration first (it converts the table)", null, false);
         }
         c.commit();
-        List<String> created = new ArrayList<>();
         List<String> kept = new ArrayList<>();
-        createAhead(c, now, lockTimeout, created, kept);
+        List<String> created = createAhead(c, now, lockTimeout, kept);
         List<String> dropped = new ArrayList<>();
         long moved = dropExpired(c, cutoff, lockTimeout, maxMovedRows, dropped, kept);
         long defaultRows = defaultRows(c);
-        return new Report(List.copyOf(created), List.copyOf(dropped), moved, List.copyOf(kept), defaultRows);
+        c.commit();
+        return new OutboxRetention.Partitions(List.copyOf(created), List.copyOf(dropped), moved, List.copyOf(kept),
+                defaultRows);
     }
 
     /**
@@ -422,12 +420,6 @@ public final class PartitionedOutbox {
     public List<String> createAhead(Connection c, Instant now, Duration lockTimeout, List<String> kept)
             throws SQLException {
         List<String> created = new ArrayList<>();
-        createAhead(c, now, lockTimeout, created, kept);
-        return created;
-    }
-
-    private void createAhead(Connection c, Instant now, Duration lockTimeout, List<String> created,
-            List<String> kept) throws SQLException {
         List<Partition> existing = partitions(c);
         c.commit();
         OutboxPartitioning.Period period = partitioning.period();
@@ -459,6 +451,7 @@ public final class PartitionedOutbox {
                 }
             }
         }
+        return created;
     }
 
     private long dropExpired(Connection c, Instant cutoff, Duration lockTimeout, int maxMovedRows,
@@ -538,15 +531,16 @@ public final class PartitionedOutbox {
         return String.join(", ", names);
     }
 
-    /** Rows in the default partition (counted up to a million): normally only moved parked/dead rows. */
-    private long defaultRows(Connection c) throws SQLException {
+    /**
+     * Rows in the default partition (counted up to a million): normally only moved parked/dead rows. Runs in the
+     * caller's transaction.
+     */
+    public long defaultRows(Connection c) throws SQLException {
         try (Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT 1 FROM " + qualifiedDefaultPartition()
                         + " LIMIT 1000000) d")) {
             rs.next();
-            long n = rs.getLong(1);
-            c.commit();
-            return n;
+            return rs.getLong(1);
         }
     }
 

@@ -272,15 +272,14 @@ public final class DefaultOutboxRetention implements OutboxRetention {
      * default partition (rows that no period covered), which is normally empty of published rows.
      */
     private Partitions maintainPartitions(Connection c, Instant cutoff) throws SQLException {
-        PartitionedOutbox.Report r = partitioned.maintain(c, config.clock().instant(), cutoff, config.lockTimeout(),
-                MAX_MOVED_ROWS);
+        Partitions r = partitioned.maintain(c, config.clock().instant(), cutoff, config.lockTimeout(), MAX_MOVED_ROWS);
         if (!r.created().isEmpty() || !r.dropped().isEmpty()) {
             log.info("txoutbox-retention: partitions of {}: created {}, dropped {}{}", config.schema(), r.created(),
                     r.dropped(), r.rowsMoved() == 0 ? "" : ", " + r.rowsMoved() + " parked/dead/discarded rows moved"
                             + " to " + partitioned.defaultPartition());
         }
         r.kept().forEach(reason -> log.warn("txoutbox-retention: {}", reason));
-        return new Partitions(r.created(), r.dropped(), r.rowsMoved(), r.kept(), r.defaultRows());
+        return r;
     }
 
     /**
