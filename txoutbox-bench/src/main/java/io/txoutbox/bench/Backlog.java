@@ -2,12 +2,17 @@ package io.txoutbox.bench;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import javax.sql.DataSource;
 
 /** Writes a backlog of committed events into a fresh outbox schema (not timed as part of the drain). */
 final class Backlog {
@@ -63,6 +68,31 @@ final class Backlog {
             c.commit();
         }
         return new Written(n, seconds, wal);
+    }
+
+    /**
+     * A daily-partitioned outbox whose partitions reach back 11 days and 9 ahead, as if the table had been converted
+     * 12 days ago: room for back-dated rows (see {@link #uuidV7At}).
+     */
+    static OutboxSchema backdatedPartitionedSchema(DataSource ds, String name) throws SQLException {
+        OutboxSchema.builder().schema(name).build().migrate(ds);
+        OutboxSchema schema = OutboxSchema.builder().schema(name)
+                .partitioned(OutboxPartitioning.daily().ahead(20)).build();
+        PartitionedOutbox table = new PartitionedOutbox(schema);
+        try (Connection c = ds.getConnection()) {
+            Instant past = Instant.now().minus(Duration.ofDays(12));
+            table.convert(c, past);
+            c.setAutoCommit(false);
+            table.createAhead(c, past.plus(Duration.ofDays(1)), Duration.ofSeconds(5), new ArrayList<>());
+            c.commit();
+        }
+        return schema;
+    }
+
+    /** SQL for a UUIDv7 of the Unix milliseconds that {@code millisSql} computes, made by the database. */
+    static String uuidV7At(String millisSql) {
+        return "encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(("
+                + millisSql + ")::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid";
     }
 
     static long notPublished(BenchEnv env, OutboxSchema schema) {

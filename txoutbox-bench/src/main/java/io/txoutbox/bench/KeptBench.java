@@ -1,13 +1,9 @@
 package io.txoutbox.bench;
 
-import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
-import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.spi.RelayListener;
-import java.sql.Connection;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -124,24 +120,13 @@ final class KeptBench implements Callable<Integer> {
         return 0;
     }
 
-    private static OutboxSchema plain(BenchEnv env, String name) {
-        return Backlog.createSchema(env, name);
-    }
-
-    /** Daily partitions reaching back 11 days, as if the table had been converted then. */
     private static OutboxSchema partitioned(BenchEnv env, String name) throws Exception {
         Backlog.createSchema(env, name);
-        OutboxSchema schema = OutboxSchema.builder().schema(name)
-                .partitioned(OutboxPartitioning.daily().ahead(20)).build();
-        PartitionedOutbox table = new PartitionedOutbox(schema);
-        try (Connection c = env.dataSource().getConnection()) {
-            Instant past = Instant.now().minus(Duration.ofDays(12));
-            table.convert(c, past);
-            c.setAutoCommit(false);
-            table.createAhead(c, past.plus(Duration.ofDays(1)), Duration.ofSeconds(5), new ArrayList<>());
-            c.commit();
-        }
-        return schema;
+        return Backlog.backdatedPartitionedSchema(env.dataSource(), name);
+    }
+
+    private static OutboxSchema plain(BenchEnv env, String name) {
+        return Backlog.createSchema(env, name);
     }
 
     /** {@code kept} published rows with UUIDv7 ids of 10 to 3 days ago, written by the database in chunks. */
@@ -156,8 +141,7 @@ final class KeptBench implements Callable<Integer> {
                     + kept + ")";
             env.execute("INSERT INTO " + schema.qualifiedOutboxTable() + " (event_id, topic, partition_key,"
                     + " aggregate_type, aggregate_id, event_type, payload, state, created_at, published_at)"
-                    + " SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send("
-                    + at + ") FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid, 'kept', 'k-' || (g % 1000),"
+                    + " SELECT " + Backlog.uuidV7At(at) + ", 'kept', 'k-' || (g % 1000),"
                     + " 'Order', g::text, 'E', '" + payload + "'::jsonb, 'PUBLISHED', to_timestamp(" + at
                     + " / 1000.0), to_timestamp(" + at + " / 1000.0) FROM generate_series(" + from + "::bigint, " + to
                     + "::bigint) g");

@@ -3,9 +3,7 @@ package io.txoutbox.bench;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxRetention;
-import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.testing.postgres.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -71,25 +69,8 @@ final class RetentionBench implements Callable<Integer> {
     /** The old rows' event ids: UUIDv7s of 10 to 7 days ago, spread evenly, made by the database. */
     private String oldEventId() {
         long spanMs = Duration.ofDays(3).toMillis();
-        return "encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send("
-                + "((extract(epoch FROM now() - interval '10 days') * 1000)::bigint + (g::bigint * " + spanMs + ") / "
-                + rows + ")) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid";
-    }
-
-    /** A daily-partitioned table whose partitions reach back 11 days (as if converted then), 9 days ahead. */
-    private OutboxSchema partitionedSchema(DataSource ds, String name) throws Exception {
-        OutboxSchema.builder().schema(name).build().migrate(ds);
-        OutboxSchema schema = OutboxSchema.builder().schema(name)
-                .partitioned(OutboxPartitioning.daily().ahead(20)).build();
-        PartitionedOutbox table = new PartitionedOutbox(schema);
-        try (Connection c = ds.getConnection()) {
-            Instant past = Instant.now().minus(Duration.ofDays(12));
-            table.convert(c, past);
-            c.setAutoCommit(false);
-            table.createAhead(c, past.plus(Duration.ofDays(1)), Duration.ofSeconds(5), new ArrayList<>());
-            c.commit();
-        }
-        return schema;
+        return Backlog.uuidV7At("(extract(epoch FROM now() - interval '10 days') * 1000)::bigint + (g::bigint * "
+                + spanMs + ") / " + rows);
     }
 
     @Override
@@ -120,7 +101,7 @@ final class RetentionBench implements Callable<Integer> {
                 try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
                     st.execute("DROP SCHEMA IF EXISTS " + name + " CASCADE");
                 }
-                OutboxSchema schema = partitioned ? partitionedSchema(ds, name)
+                OutboxSchema schema = partitioned ? Backlog.backdatedPartitionedSchema(ds, name)
                         : OutboxSchema.builder().schema(name).build();
                 schema.migrate(ds);
                 String t = schema.qualifiedOutboxTable();
