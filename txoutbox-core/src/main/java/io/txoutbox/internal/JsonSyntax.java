@@ -14,7 +14,7 @@ public final class JsonSyntax {
     /** PostgreSQL's numeric limits; beyond them jsonb input fails with "value overflows numeric format". */
     static final int MAX_NUMERIC_INTEGER_DIGITS = 131072;
     static final int MAX_NUMERIC_SCALE = 16383;
-    /** PostgreSQL's numeric input refuses exponents of this magnitude or more (INT_MAX / 2), whatever the digits. */
+    /** PostgreSQL 15's numeric input refuses exponents of this magnitude or more (INT_MAX / 2), whatever the digits. */
     static final long MAX_NUMERIC_EXPONENT = Integer.MAX_VALUE / 2;
 
     private final String s;
@@ -199,8 +199,10 @@ public final class JsonSyntax {
             }
             exp = negative ? -exp : exp;
         }
-        // PostgreSQL's numeric input refuses an exponent of INT_MAX / 2 or more either way before it looks at the
-        // digits, so even 0e1073741823 "overflows numeric format".
+        // PostgreSQL 15's numeric input refuses an exponent of INT_MAX / 2 or more either way before it looks at the
+        // digits, so even 0e1073741823 "overflows numeric format". 16 and later refuse only more than INT_MAX / 2:
+        // the check keeps 15's rule on every version (it runs when a message is built, before any server is known),
+        // so it refuses a zero with the exponent exactly 1073741823 that 16+ would store.
         if (exp >= MAX_NUMERIC_EXPONENT || exp <= -MAX_NUMERIC_EXPONENT) {
             throw fail("exponent out of PostgreSQL numeric's range (its magnitude must be below "
                     + MAX_NUMERIC_EXPONENT + ")");

@@ -53,10 +53,13 @@ class JsonSyntaxFuzzIT {
         Map<String, Integer> firstFound = new LinkedHashMap<>();
         int accepted = 0;
         int unsendable = 0;
+        int stricterByDesign = 0;
         long started = System.nanoTime();
         try (Connection c = postgres.database().connect();
                 PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS jsonb)")) {
             c.setAutoCommit(false);
+            int major = c.getMetaData().getDatabaseMajorVersion();
+            System.out.println("JsonSyntaxFuzzIT: PostgreSQL " + c.getMetaData().getDatabaseProductVersion());
             for (int n = 1; n <= documents; n++) {
                 String doc = generator.next();
                 String problem = JsonSyntax.problem(doc);
@@ -72,6 +75,12 @@ class JsonSyntaxFuzzIT {
                 }
                 boolean pg = jsonbAccepts(c, ps, doc);
                 accepted += pg ? 1 : 0;
+                if (pg && !ours && major >= 16 && atTheExponentLimit(doc, problem)) {
+                    // PostgreSQL 16 reads exponents up to INT_MAX / 2 inclusive, 15 only below it; the check keeps
+                    // 15's rule on every version (it runs before it knows the server), refusing this one value.
+                    stricterByDesign++;
+                    continue;
+                }
                 if (pg != ours) {
                     List<String> shapes = shapes(doc);
                     for (String shape : shapes) {
@@ -85,7 +94,8 @@ class JsonSyntaxFuzzIT {
         }
         long ms = (System.nanoTime() - started) / 1_000_000;
         System.out.println("JsonSyntaxFuzzIT: " + documents + " documents in " + ms + " ms, " + accepted
-                + " accepted by jsonb, " + unsendable + " not sendable as they are, " + disagreements.size()
+                + " accepted by jsonb, " + unsendable + " not sendable as they are, " + stricterByDesign
+                + " zeros with the exponent 1073741823 (refused on every version), " + disagreements.size()
                 + " disagreements; first document of each shape: " + firstFound);
         disagreements.stream().limit(40).forEach(d -> System.out.println("JsonSyntaxFuzzIT: " + d));
         assertThat(disagreements).as("documents on which JsonSyntax and jsonb disagree (seed " + seed + ")")
@@ -104,6 +114,20 @@ class JsonSyntaxFuzzIT {
             c.rollback(sp);
             return false;
         }
+    }
+
+    /** A zero whose exponent is exactly INT_MAX / 2, refused by the check for that reason. */
+    static boolean atTheExponentLimit(String doc, String problem) {
+        if (problem == null || !problem.startsWith("exponent out of PostgreSQL numeric's range")) {
+            return false;
+        }
+        Matcher m = ZERO_WITH_EXPONENT.matcher(doc);
+        while (m.find()) {
+            if (m.group(1).equals("1073741823")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The known shapes in a document, for the report. */
