@@ -43,6 +43,10 @@ public final class ValidateChecks implements OnlineStep {
         Map<String, Long> violated = new LinkedHashMap<>();
         List<String> busy = new ArrayList<>();
         for (String name : notValid) {
+            if (!busy.isEmpty()) {
+                busy.add(name); // the lock the first one waited for is the same for all
+                continue;
+            }
             try (Statement st = c.createStatement()) {
                 st.execute("SET LOCAL lock_timeout = '" + LOCK_TIMEOUT.toMillis() + "ms'");
                 st.execute("SET LOCAL statement_timeout = 0"); // the scan takes as long as the table needs
