@@ -241,6 +241,66 @@ class ReservedHeaderCheckIT {
         assertAllValidated(partitioned);
     }
 
+    /**
+     * The online step after a crash between the scripts' commit and the validation (the constraints are NOT VALID,
+     * the version is recorded), with another migrate holding the steps, and with the table's lock taken.
+     */
+    @Test
+    void an_unfinished_validation_is_left_to_a_concurrent_migrate_retried_after_a_lock_timeout_and_finished_later()
+            throws Exception {
+        OutboxSchema s = schema("resume").build();
+        s.migrate(db().dataSource());
+        // as a crash right after the scripts' commit leaves it
+        db().execute(new io.txoutbox.internal.SchemaMigrator(s).render(
+                io.txoutbox.internal.SchemaMigrator.load("V7__reserved_headers.sql")));
+        assertThat(checks(s.qualifiedOutboxTable())).hasSize(6).doesNotContainValue(true);
+
+        try (Connection other = db().connect(); java.sql.Statement st = other.createStatement()) {
+            // another migrate is running the online steps of this table
+            st.execute("SELECT pg_advisory_lock(" + 0x74786F73 + ", " + (s.schema() + "." + s.outboxTable())
+                    .hashCode() + ")");
+            assertThat(migrateLogging(s)).contains("running in another session");
+            assertThat(checks(s.qualifiedOutboxTable())).doesNotContainValue(true);
+            st.execute("SELECT pg_advisory_unlock_all()");
+
+            // a VACUUM or DDL holds the lock VALIDATE needs: it waits 5 s, then leaves it to the next migrate
+            other.setAutoCommit(false);
+            st.execute("LOCK TABLE " + s.qualifiedOutboxTable() + " IN SHARE UPDATE EXCLUSIVE MODE");
+            assertThat(migrateLogging(s)).contains("stay NOT VALID").contains("waited 5 s");
+            assertThat(checks(s.qualifiedOutboxTable())).doesNotContainValue(true);
+            insert(s, "{}"); // writers go on meanwhile
+            assertThat(refused(s, "{\"event_id\": \"x\"}").getSQLState()).isEqualTo("23514");
+            other.commit();
+        }
+        assertThat(migrateLogging(s)).doesNotContain("NOT VALID");
+        assertAllValidated(s);
+    }
+
+    @Test
+    void racing_migrations_of_a_fresh_table_all_succeed_and_leave_the_constraints_validated() throws Exception {
+        OutboxSchema s = schema("race").build();
+        int racers = 4;
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(racers);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(racers);
+        try {
+            java.util.List<java.util.concurrent.Future<?>> results = new java.util.ArrayList<>();
+            for (int i = 0; i < racers; i++) {
+                results.add(pool.submit(() -> {
+                    start.await();
+                    s.migrate(db().dataSource());
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : results) {
+                f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertAllValidated(s);
+        assertEveryReservedNameIsRefused(s);
+    }
+
     /** Writes to two streams: what migrate logs still shows in the test's output. */
     private static final class TeeStream extends java.io.OutputStream {
         private final java.io.OutputStream a;
