@@ -208,6 +208,9 @@ public final class SchemaMigrator {
     /** Converts the table into a partitioned one if it is not yet, and creates the partitions ahead. */
     private void partition(Connection c) throws SQLException {
         PartitionedOutbox table = new PartitionedOutbox(schema);
+        if (!PartitionedOutbox.isPartitioned(c, schema)) {
+            requireNoReservedHeaderViolations(c);
+        }
         table.convert(c, Instant.now());
         List<String> notCreated = new ArrayList<>();
         List<String> created = table.createAhead(c, Instant.now(), PARTITION_LOCK_TIMEOUT, notCreated);
@@ -216,6 +219,24 @@ public final class SchemaMigrator {
             log.info("txoutbox-migrate: created partitions {} of {}", created, schema);
         }
         notCreated.forEach(reason -> log.warn("txoutbox-migrate: {}", reason));
+    }
+
+    /**
+     * The conversion validates every NOT VALID check of the plain table (the partitions and their parent must agree on
+     * them), so rows that violate a reserved-header constraint would make it fail; say so first, with the fix. Such
+     * rows are PENDING rows no relay has tried yet: once the relay has parked them they no longer violate it.
+     */
+    private void requireNoReservedHeaderViolations(Connection c) throws SQLException {
+        java.util.Map<String, Long> violated = ValidateChecks.violations(c, schema.qualifiedOutboxTable(),
+                MessageRules.RESERVED_HEADER_CONSTRAINTS);
+        c.commit();
+        if (!violated.isEmpty()) {
+            throw new OutboxException(schema + " is not converted into a partitioned table yet: rows violate the"
+                    + " NOT VALID checks " + violated + ", and the conversion needs every check of the table valid."
+                    + " They are PENDING rows no relay has tried yet whose headers use a reserved name: the relay"
+                    + " parks their keys when it reaches them (then they no longer count), or rename the header in"
+                    + " those rows; then migrate again. The table works unchanged meanwhile", null, true);
+        }
     }
 
     /** The script with placeholders filled in, as Flyway would with the same placeholder values. */

@@ -84,11 +84,30 @@ public final class ValidateChecks implements OnlineStep {
     }
 
     private List<String> notValid(Connection c, String table) throws SQLException {
+        return notValid(c, table, constraints);
+    }
+
+    /**
+     * Rows that violate each of {@code names} that is NOT VALID on {@code table} (a scan per constraint); only the
+     * constraints with violating rows are in the map.
+     */
+    static Map<String, Long> violations(Connection c, String table, List<String> names) throws SQLException {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (String name : notValid(c, table, names)) {
+            long n = violations(c, table, name);
+            if (n > 0) {
+                out.put(name, n);
+            }
+        }
+        return out;
+    }
+
+    private static List<String> notValid(Connection c, String table, List<String> names) throws SQLException {
         List<String> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT conname FROM pg_constraint WHERE conrelid ="
                 + " ?::regclass AND contype = 'c' AND NOT convalidated AND conname = ANY(?) ORDER BY conname")) {
             ps.setString(1, table);
-            ps.setArray(2, c.createArrayOf("text", constraints.toArray()));
+            ps.setArray(2, c.createArrayOf("text", names.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     out.add(rs.getString(1));

@@ -221,13 +221,7 @@ public final class PartitionedOutbox {
                 c.commit();
             } catch (SQLException e) {
                 rollbackQuietly(c);
-                if ("23514".equals(e.getSQLState()) && !name.equals(check)) {
-                    // Rows violate a constraint a schema version added NOT VALID: it stays NOT VALID, also on the
-                    // partitioned parent (see swap), and the migrate's online step validates it once they are fixed.
-                    log.info("txoutbox-partitions: {} stays NOT VALID on {} (rows violate it)", name, schema);
-                    continue;
-                }
-                if (!"23514".equals(e.getSQLState())) {
+                if (!"23514".equals(e.getSQLState()) || !name.equals(check)) {
                     throw e;
                 }
                 long late;
@@ -273,13 +267,6 @@ public final class PartitionedOutbox {
                     + " INCLUDING IDENTITY INCLUDING GENERATED INCLUDING CONSTRAINTS INCLUDING STORAGE"
                     + " INCLUDING COMMENTS) PARTITION BY RANGE (event_id)");
             st.execute("ALTER TABLE " + parent + " DROP CONSTRAINT " + Identifiers.quote(check));
-            // LIKE copies every CHECK as validated, and ATTACH refuses a partition whose copy is NOT VALID while the
-            // parent's is valid: a check that is still NOT VALID is NOT VALID on the parent too.
-            for (String[] notValid : notValidChecks(c, qualifiedLegacy, check)) {
-                st.execute("ALTER TABLE " + parent + " DROP CONSTRAINT " + Identifiers.quote(notValid[0]));
-                st.execute("ALTER TABLE " + parent + " ADD CONSTRAINT " + Identifiers.quote(notValid[0]) + " "
-                        + notValid[1]);
-            }
             st.execute("ALTER TABLE " + parent + " ADD CONSTRAINT " + Identifiers.quote(pkName)
                     + " PRIMARY KEY (event_id)");
             for (String[] index : indexes) {
@@ -364,22 +351,6 @@ public final class PartitionedOutbox {
                 while (rs.next()) {
                     out.add("GRANT " + rs.getString(2) + " ON " + target + " TO " + rs.getString(1)
                             + (rs.getBoolean(3) ? " WITH GRANT OPTION" : ""));
-                }
-            }
-        }
-        return out;
-    }
-
-    /** {name, definition ending in NOT VALID} of the relation's CHECK constraints that are not validated. */
-    private static List<String[]> notValidChecks(Connection c, String relation, String except) throws SQLException {
-        List<String[]> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
-                + " WHERE conrelid = ?::regclass AND contype = 'c' AND NOT convalidated AND conname <> ?")) {
-            ps.setString(1, relation);
-            ps.setString(2, except);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.add(new String[] {rs.getString(1), rs.getString(2)});
                 }
             }
         }
