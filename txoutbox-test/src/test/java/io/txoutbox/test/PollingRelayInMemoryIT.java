@@ -324,6 +324,72 @@ class PollingRelayInMemoryIT {
     }
 
     @Test
+    void a_dead_letter_send_answered_with_fewer_results_than_records_keeps_the_events_pending_and_the_loop_alive()
+            throws Exception {
+        deadLetterSendWithWrongResultCount(-1);
+    }
+
+    @Test
+    void a_dead_letter_send_answered_with_more_results_than_records_is_not_taken_as_delivered() throws Exception {
+        deadLetterSendWithWrongResultCount(+1);
+    }
+
+    /**
+     * The dead-letter send's results come back with {@code delta} results too many or too few: the whole send counts
+     * as failed (the events stay pending with a reason that says so, none is taken as dead-lettered on a result that
+     * may belong to another record), the loop does not throw, and once the transport answers correctly both go to
+     * the dead-letter topic.
+     */
+    private void deadLetterSendWithWrongResultCount(int delta) throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean miscount = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicInteger miscounted = new java.util.concurrent.atomic.AtomicInteger();
+        io.txoutbox.spi.Transport miscounting = new io.txoutbox.spi.Transport() {
+            @Override
+            public java.util.concurrent.CompletionStage<List<SendResult>> send(String lane,
+                    List<OutboxRecord> batch) {
+                var sent = transport.send(lane, batch);
+                if (!lane.endsWith("-dlt") || !miscount.get()) {
+                    return sent;
+                }
+                miscounted.incrementAndGet();
+                return sent.thenApply(results -> {
+                    List<SendResult> wrong = new ArrayList<>(results);
+                    if (delta < 0) {
+                        wrong.remove(wrong.size() - 1);
+                    } else {
+                        wrong.add(SendResult.delivered());
+                    }
+                    return wrong;
+                });
+            }
+
+            @Override
+            public void close() {
+                transport.close();
+            }
+        };
+        PollingRelay relay = start(relay().transport(miscounting).lanes(1)
+                .failurePolicy(FailurePolicy.DEAD_LETTER_AND_CONTINUE).deadLetterTopic("orders.dlt"));
+        outbox = outbox(relay);
+        transport.failWhen(r -> r.eventType().equals("Poison") && r.topic().equals("orders"),
+                SendResult.Kind.PERMANENT);
+        List<UUID> ids = write(outbox, event("k1", "Poison"), event("k2", "Poison"), event("k3", "E"));
+        transport.awaitDelivered(ids.get(2), WAIT);
+        await().atMost(WAIT).until(() -> miscounted.get() >= 3);
+        String t = schema.qualifiedOutboxTable();
+        assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE event_type = 'Poison' AND state = 'PENDING'"
+                + " AND last_error LIKE '%dead-letter%results%'")).as("both pending, the reason names the miscount")
+                .isEqualTo(2);
+        assertThat(relay.stats().deadLettered()).isZero();
+        assertThat(relay.stats().loopErrors()).as("a miscount is a failed send, not a loop error").isZero();
+        miscount.set(false);
+        await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 2);
+        assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE event_type = 'Poison' AND state = 'DEAD'"))
+                .isEqualTo(2);
+        assertThat(relay.stats().loopErrors()).isZero();
+    }
+
+    @Test
     void retriable_failures_back_off_per_key_then_exhaust_into_the_policy() throws Exception {
         PollingRelay relay = start(relay().retry(RetryPolicy.defaults().withMaxAttempts(3)
                 .withBackoff(Duration.ofMillis(100), Duration.ofMillis(100)).withJitter(0)));
