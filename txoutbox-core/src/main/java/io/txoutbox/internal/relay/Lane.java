@@ -681,10 +681,22 @@ final class Lane implements Runnable {
             records.add(r.redirect(config.deadLetterTopic(), headers));
         }
         List<SendResult> results;
+        String failure = null;
         try {
             results = transport.send(laneId + "-dlt", records).toCompletableFuture()
                     .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException | TimeoutException e) {
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            results = null;
+            failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause().toString()
+                    : e.toString();
+        }
+        if (results != null && results.size() != records.size()) {
+            // Results are matched to records by position: with one too many or too few nothing says which belongs
+            // to which, so the whole send counts as failed rather than taking an event as dead-lettered on a guess.
+            failure = "transport returned " + results.size() + " results for " + records.size()
+                    + " dead-letter records (it must return one per record, in order)";
+            log.error("txoutbox-relay {}: dead-letter send to {}: {}; the events stay pending and are retried",
+                    laneId, config.deadLetterTopic(), failure);
             results = null;
         }
         for (int i = 0; i < records.size(); i++) {
@@ -692,7 +704,10 @@ final class Lane implements Runnable {
                 // Not in the dead-letter topic: keep the event pending and try again later.
                 OutboxRecord r = dead.get(i).record;
                 long delay = config.retry().backoffAfter(r.attempts() + 1).toMillis();
-                update.set(r.id(), "dead-letter topic send failed; will retry", delay, "PENDING", 1);
+                String why = failure != null ? failure
+                        : results.get(i) instanceof SendResult.Failed f ? describe(f) : "not delivered";
+                update.set(r.id(), truncate("dead-letter topic send failed; will retry: " + why, MAX_ERROR_LENGTH),
+                        delay, "PENDING", 1);
                 update.dead--;
             }
         }
