@@ -19,6 +19,7 @@ import io.txoutbox.testing.history.HistoryReport;
 import io.txoutbox.testing.history.Ledger;
 import io.txoutbox.testing.history.LedgerWriter;
 import io.txoutbox.testing.postgres.PostgresExtension;
+import io.txoutbox.testing.logging.CapturedStderr;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -387,6 +388,31 @@ class PollingRelayInMemoryIT {
         assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE event_type = 'Poison' AND state = 'DEAD'"))
                 .isEqualTo(2);
         assertThat(relay.stats().loopErrors()).isZero();
+    }
+
+    /** A key that is personal data: it must not reach the log unless asked for. */
+    private static final String PERSONAL_KEY = "customer-4711@example.com";
+
+    /** Fails the key's event until it parks, capturing the relay's log; returns the log and the event id. */
+    private String parkPersonalKey(PollingRelay.Builder builder, UUID[] eventId) throws Exception {
+        try (CapturedStderr err = CapturedStderr.start()) {
+            PollingRelay relay = start(builder.retry(RetryPolicy.defaults().withMaxAttempts(2)
+                    .withBackoff(Duration.ofMillis(50), Duration.ofMillis(50))));
+            outbox = outbox(relay);
+            transport.failWhen(r -> PERSONAL_KEY.equals(r.key()), SendResult.Kind.RETRIABLE);
+            eventId[0] = write(outbox, event(PERSONAL_KEY, "E1")).get(0);
+            await().atMost(WAIT).until(() -> relay.stats().parked() == 1);
+            String log = err.text();
+            assertThat(log).contains(eventId[0] + " (key ").contains(eventId[0] + " failed 2 times; its key ");
+            return log;
+        }
+    }
+
+    @Test
+    void partition_keys_stay_out_of_the_relay_log_by_default() throws Exception {
+        UUID[] id = new UUID[1];
+        String log = parkPersonalKey(relay(), id);
+        assertThat(log).doesNotContain(PERSONAL_KEY);
     }
 
     @Test
