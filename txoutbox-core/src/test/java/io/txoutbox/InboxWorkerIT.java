@@ -230,7 +230,17 @@ class InboxWorkerIT {
 
     @Test
     void partition_keys_stay_out_of_the_worker_log_by_default() throws Exception {
-        assertThat(parkPersonalKey(InboxWorker.builder())).doesNotContain(PERSONAL_KEY);
+        String log = parkPersonalKey(InboxWorker.builder());
+        assertThat(log).doesNotContain(PERSONAL_KEY);
+        String tag = io.txoutbox.internal.LoggedKeys.tag(PERSONAL_KEY);
+        assertThat(log).as("the lines of the key share its tag").contains("(key " + tag + ") failed, attempt 1")
+                .contains("key " + tag + " of consumer");
+    }
+
+    @Test
+    void partition_keys_are_in_the_worker_log_when_enabled() throws Exception {
+        assertThat(parkPersonalKey(InboxWorker.builder().logPartitionKeys(true)))
+                .contains("(key " + PERSONAL_KEY + ") failed, attempt 1").contains("key " + PERSONAL_KEY + " of consumer");
     }
 
     @Test

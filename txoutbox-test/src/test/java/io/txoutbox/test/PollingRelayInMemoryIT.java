@@ -413,6 +413,17 @@ class PollingRelayInMemoryIT {
         UUID[] id = new UUID[1];
         String log = parkPersonalKey(relay(), id);
         assertThat(log).doesNotContain(PERSONAL_KEY);
+        String tag = io.txoutbox.internal.LoggedKeys.tag(PERSONAL_KEY);
+        assertThat(log).as("the lines of the key share its tag").contains(id[0] + " (key " + tag + ") failed")
+                .contains("its key " + tag + " is parked");
+    }
+
+    @Test
+    void partition_keys_are_in_the_relay_log_when_enabled() throws Exception {
+        UUID[] id = new UUID[1];
+        String log = parkPersonalKey(relay().logPartitionKeys(true), id);
+        assertThat(log).contains(id[0] + " (key " + PERSONAL_KEY + ") failed")
+                .contains("its key " + PERSONAL_KEY + " is parked");
     }
 
     @Test

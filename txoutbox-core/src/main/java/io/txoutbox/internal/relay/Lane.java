@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
@@ -650,19 +651,19 @@ final class Lane implements Runnable {
         if (!permanent && attempts < config.retry().maxAttempts()) {
             long delay = config.retry().backoffAfter(attempts).toMillis();
             log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    r.eventId(), r.key(), attempts, config.retry().maxAttempts(), delay, error);
+                    r.eventId(), key(r.key()), attempts, config.retry().maxAttempts(), delay, error);
             update.add(r.id(), r.topic(), error, delay, "PENDING", 1);
             return;
         }
         String why = permanent ? "failed permanently" : "failed " + attempts + " times";
         if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
             log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
-                    laneId, r.eventId(), why, r.key(), error);
+                    laneId, r.eventId(), why, key(r.key()), error);
             update.add(r.id(), r.topic(), error, 0, "PARKED", 1);
             update.parked++;
         } else {
             log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
-                    why, r.key(), error);
+                    why, key(r.key()), error);
             update.add(r.id(), r.topic(), error, 0, "DEAD", 1);
             update.dead++;
             deadLetters.add(f);
@@ -711,6 +712,11 @@ final class Lane implements Runnable {
                 update.dead--;
             }
         }
+    }
+
+    /** A partition key as this relay's log lines show it (see {@link RelayConfig#logPartitionKeys()}). */
+    private String key(String key) {
+        return LoggedKeys.show(key, config.logPartitionKeys());
     }
 
     private static String describe(SendResult.Failed f) {
