@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.RetryPolicy;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxReplay;
 import io.txoutbox.OutboxSchema;
@@ -19,8 +21,14 @@ import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
 import io.txoutbox.testing.process.JvmProcess;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -122,6 +130,94 @@ class ReplayIT {
                 .name("rebuild").toTopic("ledger-replay").eventType("Seq").build();
         assertThatThrownBy(sameNameOtherFilter::run).isInstanceOf(OutboxException.class)
                 .hasMessageContaining("another filter");
+    }
+
+    // ---- rows that are not published yet ---------------------------------------------------------------------
+
+    /** The key whose first event the relay parks; its later events wait behind it. */
+    private static final String PARKED = "k-parked";
+    private static final int KEYS = 10;
+    private static final int PER_KEY = 5;
+
+    private final AtomicBoolean parkedKeyFails = new AtomicBoolean(true);
+
+    /** A relay whose transport fails every event of {@link #PARKED} while {@link #parkedKeyFails} is set. */
+    private PollingRelay relayParkingOneKey() {
+        return PollingRelay.builder().dataSource(db.dataSource()).schema(schema).pollInterval(Duration.ofMillis(50))
+                .retry(RetryPolicy.defaults().withMaxAttempts(2).withBackoff(Duration.ofMillis(50),
+                        Duration.ofMillis(50)))
+                .transport(new FaultInjectingTransport(
+                        KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build(),
+                        r -> parkedKeyFails.get() && PARKED.equals(r.key())))
+                .build().start();
+    }
+
+    private static OutboxMessage event(String key, int seq) {
+        return OutboxMessage.builder().topic("ledger").aggregate("Key", key).eventType("Seq").aggregateVersion(seq)
+                .jsonPayload("{\"key\":\"" + key + "\",\"seq\":" + seq + "}").build();
+    }
+
+    /** Writes {@link #PER_KEY} events for each of {@link #KEYS} keys and for {@link #PARKED}, interleaved. */
+    private List<UUID> writeKeysAndTheParkedOne(Outbox outbox) throws Exception {
+        List<UUID> parkedIds = new ArrayList<>();
+        try (Connection c = db.connect()) {
+            c.setAutoCommit(false);
+            for (int seq = 1; seq <= PER_KEY; seq++) {
+                for (int k = 0; k < KEYS; k++) {
+                    outbox.publish(c, event("k" + k, seq));
+                }
+                parkedIds.add(outbox.publish(c, event(PARKED, seq)).get(0));
+                c.commit();
+            }
+        }
+        return parkedIds;
+    }
+
+    private OutboxReplay.Builder replay(String name) {
+        return OutboxReplay.builder().dataSource(db.dataSource()).schema(schema)
+                .transport(KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build())
+                .name(name).toTopic("ledger-replay");
+    }
+
+    @Test
+    void a_replay_over_a_parked_key_does_not_report_done_without_the_keys_events() throws Exception {
+        try (PollingRelay relay = relayParkingOneKey()) {
+            writeKeysAndTheParkedOne(Outbox.builder().schema(schema).afterPublish(relay::nudge).build());
+            await().atMost(Duration.ofMinutes(1)).until(() -> count("state = 'PUBLISHED'") == KEYS * PER_KEY
+                    && count("state = 'PARKED'") == 1);
+            OutboxReplay.Result result = replay("parked").build().run();
+            log.info("replay over a parked key: {}", result);
+            assertThat(result.replayed() + result.skipped()).as("every event of the range is replayed or reported")
+                    .isEqualTo((KEYS + 1) * PER_KEY);
+        }
+    }
+
+    @Test
+    void an_event_committed_late_below_the_end_of_the_range_is_replayed() throws Exception {
+        try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema)
+                .pollInterval(Duration.ofMillis(50))
+                .transport(KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build())
+                .build().start(); Connection late = db.connect()) {
+            Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
+            late.setAutoCommit(false);
+            UUID lateId = outbox.publish(late, event("k-late", 1)).get(0); // its id is drawn now, it commits at the end
+            try (Connection c = db.connect()) {
+                c.setAutoCommit(false);
+                for (int k = 0; k < KEYS * PER_KEY; k++) {
+                    outbox.publish(c, event("k" + k % KEYS, k / KEYS + 1));
+                }
+                c.commit();
+            }
+            await().atMost(Duration.ofMinutes(1)).until(() -> count("state = 'PUBLISHED'") == KEYS * PER_KEY);
+            OutboxReplay replay = replay("late").build();
+            CompletableFuture<OutboxReplay.Result> run = CompletableFuture.supplyAsync(replay::run);
+            await().atMost(Duration.ofMinutes(1)).until(() -> replay.progress() != null);
+            late.commit();
+            OutboxReplay.Result result = run.get(2, TimeUnit.MINUTES);
+            log.info("replay with a late commit of {}: {}", lateId, result);
+            assertThat(result.done()).isTrue();
+            assertThat(result.replayed()).as("the late event too").isEqualTo(KEYS * PER_KEY + 1);
+        }
     }
 
     private ConsumerRecord<byte[], byte[]> firstRecord(String topic) {
