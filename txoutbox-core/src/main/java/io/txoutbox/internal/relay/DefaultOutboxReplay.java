@@ -221,6 +221,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                     case WAIT_TIMED_OUT -> "stopped waiting after replay.waitTimeout " + b.waitTimeout()
                             + "; run it again to resume at outbox id " + (lo + 1);
                 }, cp.replayed, cp.skipped, sentThisRun, skips.count, elapsed.toMillis());
+        // refusals are found after the page's other skips: listed in id order all the same
+        skips.listed.sort(java.util.Comparator.comparingLong(Skipped::id));
         return cp.result(outcome, skips.listed, waitingFor, elapsed);
     }
 
