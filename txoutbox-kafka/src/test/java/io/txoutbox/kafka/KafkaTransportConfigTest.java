@@ -217,6 +217,18 @@ class KafkaTransportConfigTest {
                 texts.add(text(((SendResult.Failed) results.get(0)).cause()));
                 texts.add(t.toString());
             }
+            // the same over SSL: the producer cannot even be built from the canary key material
+            Map<String, Object> ssl = new TreeMap<>(props);
+            ssl.put("security.protocol", "SSL");
+            ssl.put("ssl.keystore.type", "PEM");
+            ssl.put("ssl.truststore.type", "PEM");
+            try (KafkaTransport t = KafkaTransport.builder().properties(ssl).build()) {
+                List<SendResult> results = t.send("0", List.of(TestRecords.json("orders", "k1", "{}")))
+                        .toCompletableFuture().get(60, TimeUnit.SECONDS);
+                assertThat(results.get(0).isDelivered()).as("no producer from canary key material").isFalse();
+                texts.add(text(((SendResult.Failed) results.get(0)).cause()));
+                texts.add(t.toString());
+            }
             try {
                 KafkaInboxConsumer.Builder inbox = KafkaInboxConsumer.builder().topics("orders");
                 props.forEach(inbox::property);
