@@ -87,9 +87,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
             .withBackoff(Duration.ofMillis(500), Duration.ofSeconds(30));
 
-    /** Counters since start. */
+    /**
+     * Counters since start.
+     *
+     * @param afterStoreFailures store mode: times the {@link Builder#afterStore afterStore} callback threw (logged;
+     *     the batch stays done)
+     */
     public record Stats(long polled, long stored, long applied, long duplicates, long stale, long retries,
-            long deadLettered, long batches, long loopErrors, long commitFailures) {
+            long deadLettered, long batches, long loopErrors, long commitFailures, long afterStoreFailures) {
     }
 
     private final Builder b;
@@ -112,6 +117,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final LongAdder batches = new LongAdder();
     private final LongAdder loopErrors = new LongAdder();
     private final LongAdder commitFailures = new LongAdder();
+    private final LongAdder afterStoreFailures = new LongAdder();
 
     private record RetryState(long offset, int attempts, long dueNanos) {
     }
@@ -145,7 +151,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     public Stats stats() {
         return new Stats(polled.sum(), stored.sum(), applied.sum(), duplicates.sum(), stale.sum(), retries.sum(),
-                deadLettered.sum(), batches.sum(), loopErrors.sum(), commitFailures.sum());
+                deadLettered.sum(), batches.sum(), loopErrors.sum(), commitFailures.sum(),
+                afterStoreFailures.sum());
     }
 
     /** Stops polling after the current batch (bounded wait), closes the Kafka clients. Idempotent. */
@@ -338,8 +345,23 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         }
         deadLetter(rejected);
         commit(offsets);
-        if (b.afterStore != null) {
+        runAfterStore();
+    }
+
+    /**
+     * The batch is committed in the database and in Kafka when the callback runs, so its failure is the callback's
+     * alone: logged and counted, never a reason to read the batch again (that would call it again, for ever).
+     */
+    private void runAfterStore() {
+        if (b.afterStore == null) {
+            return;
+        }
+        try {
             b.afterStore.run();
+        } catch (Throwable t) {
+            afterStoreFailures.increment();
+            log.error("txoutbox-kafka-inbox {}: the afterStore callback failed after a stored batch (the batch stays "
+                    + "stored and committed): {}", b.name, t.toString(), t);
         }
     }
 

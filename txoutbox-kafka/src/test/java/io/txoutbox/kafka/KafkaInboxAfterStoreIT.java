@@ -71,6 +71,7 @@ class KafkaInboxAfterStoreIT {
             await().atMost(AWAIT).until(() -> c.stats().batches() == calls.get());
             assertThat(c.stats().stored()).isEqualTo(6);
             assertThat(c.stats().loopErrors()).isZero();
+            assertThat(c.stats().afterStoreFailures()).isEqualTo(calls.get());
         }
     }
 }
