@@ -11,6 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import io.txoutbox.internal.inbox.InboxKeyBackfill;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.time.Duration;
 import java.time.Instant;
@@ -36,16 +37,23 @@ public final class SchemaMigrator {
     /** The scripts, in order. A new version is added here and as a resource. */
     public static final List<String> SCRIPTS =
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
-                    "V5__inbox_status.sql");
+                    "V5__inbox_status.sql", "V6__inbox_bytes.sql");
     /** Advisory lock namespace: "txob" in ASCII. */
     private static final int LOCK_NAMESPACE = 0x74786F62;
 
     private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
+    private final int backfillPagesPerBatch;
 
     public SchemaMigrator(OutboxSchema schema) {
+        this(schema, InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+    }
+
+    /** With the heap pages per transaction of the online backfills (tests use small batches). */
+    public SchemaMigrator(OutboxSchema schema, int backfillPagesPerBatch) {
         this.schema = schema;
+        this.backfillPagesPerBatch = backfillPagesPerBatch;
     }
 
     public void migrate(Connection c) {
@@ -122,6 +130,7 @@ public final class SchemaMigrator {
             if (schema.isPartitioned()) {
                 partition(c);
             }
+            runOnlineSteps(c);
         } catch (SQLException e) {
             rollbackQuietly(c);
             throw new OutboxException("migration of " + schema + " failed: " + e.getMessage()
@@ -135,6 +144,22 @@ public final class SchemaMigrator {
             } catch (SQLException ignored) {
                 // the connection is broken; the caller will find out
             }
+        }
+    }
+
+    /**
+     * Online steps: work a script needs done on existing rows, run after the scripts' transaction committed, in short
+     * transactions of their own, so a large table is never updated under the migration's locks. Each step is
+     * idempotent, resumable and safe to race, and readers do not depend on it having finished; a failure is logged
+     * and left to the next migration (the schema itself is migrated).
+     */
+    private void runOnlineSteps(Connection c) {
+        try {
+            new InboxKeyBackfill(schema.schema(), backfillPagesPerBatch).run(c);
+        } catch (SQLException | RuntimeException e) {
+            rollbackQuietly(c);
+            log.warn("txoutbox-migrate: {} of {} did not finish ({}); the next migration resumes it",
+                    InboxKeyBackfill.STEP, schema, e.toString());
         }
     }
 
