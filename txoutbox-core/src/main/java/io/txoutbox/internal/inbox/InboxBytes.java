@@ -167,10 +167,15 @@ public final class InboxBytes {
 
     /** The bytes as a string when they are strict UTF-8 without NUL, else null. */
     private static String decode(byte[] bytes) {
+        boolean ascii = true;
         for (byte b : bytes) {
             if (b == 0) {
                 return null;
             }
+            ascii &= b > 0;
+        }
+        if (ascii) { // the common case, without a decoder
+            return new String(bytes, StandardCharsets.US_ASCII);
         }
         try {
             CharBuffer chars = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
