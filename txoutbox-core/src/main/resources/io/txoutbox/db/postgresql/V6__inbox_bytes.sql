@@ -18,7 +18,7 @@ ALTER TABLE "${schema}".inbox_event
     ADD COLUMN IF NOT EXISTS header_bytes bytea;
 
 COMMENT ON COLUMN "${schema}".inbox_event.key_bytes IS
-    'The record key exactly; partition_key is its text form (\x<hex> unless plain UTF-8 text without NUL or leading \x).';
+    'The record key exactly; partition_key is its text form (the text, or backslash-x and hex for other bytes).';
 COMMENT ON COLUMN "${schema}".inbox_event.header_bytes IS
     'The headers exactly (txoutbox format 1), only when some header is not text; NULL: headers is exact.';
 
