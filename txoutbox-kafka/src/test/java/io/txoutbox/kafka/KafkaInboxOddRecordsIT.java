@@ -285,6 +285,35 @@ class KafkaInboxOddRecordsIT {
         }
     }
 
+    @Test
+    void a_failure_of_the_database_itself_is_not_blamed_on_the_record_the_batch_is_read_again() throws Exception {
+        String topic = "odd-outage-" + UUID.randomUUID();
+        kafka.createTopic(topic, 1);
+        String consumer = "odd-outage-" + UUID.randomUUID();
+        // every insert of this consumer fails as a server that is shutting down would (SQLState class 57)
+        postgres.database().execute("CREATE FUNCTION outage_x() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                + " IF NEW.consumer = '" + consumer + "' THEN RAISE EXCEPTION 'simulated outage' USING ERRCODE"
+                + " = '57P03'; END IF; RETURN NEW; END $$",
+                "CREATE TRIGGER outage_x BEFORE INSERT ON inbox_event FOR EACH ROW EXECUTE FUNCTION outage_x()");
+        boolean dropped = false;
+        try (KafkaInboxConsumer c = storeMode(topic, consumer).build().start()) {
+            UUID id = send(topic, 0, new byte[] {0x00, 0x2a});
+            await().atMost(AWAIT).until(() -> c.stats().loopErrors() >= 2);
+            assertThat(postgres.database().queryLong("SELECT count(*) FROM inbox_event WHERE consumer = '"
+                    + consumer + "'")).as("no DEAD row for an outage").isZero();
+            postgres.database().execute("DROP TRIGGER outage_x ON inbox_event", "DROP FUNCTION outage_x()");
+            dropped = true;
+            await().atMost(AWAIT).until(() -> stored(consumer, id) == 1);
+            assertThat(column(consumer, id, "state")).isEqualTo("PENDING");
+            assertThat(c.stats().polled()).as("read again after each failure").isGreaterThanOrEqualTo(3);
+            assertThat(c.stats().deadLettered()).isZero();
+        } finally {
+            if (!dropped) {
+                postgres.database().execute("DROP TRIGGER outage_x ON inbox_event", "DROP FUNCTION outage_x()");
+            }
+        }
+    }
+
     private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic, int expected) {
         Properties p = new Properties();
         p.put("bootstrap.servers", kafka.bootstrapServers());
