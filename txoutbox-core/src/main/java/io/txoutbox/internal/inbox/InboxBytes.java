@@ -141,17 +141,25 @@ public final class InboxBytes {
         }
         Map<String, byte[]> out = new LinkedHashMap<>();
         while (in.hasRemaining()) {
-            byte[] name = new byte[in.getInt()];
+            byte[] name = new byte[length(in, in.getInt())];
             in.get(name);
             int length = in.getInt();
             byte[] value = null;
-            if (length >= 0) {
-                value = new byte[length];
+            if (length != -1) {
+                value = new byte[length(in, length)];
                 in.get(value);
             }
             out.put(new String(name, StandardCharsets.UTF_8), value);
         }
         return Collections.unmodifiableMap(out);
+    }
+
+    private static int length(ByteBuffer in, int length) {
+        if (length < 0 || length > in.remaining()) {
+            throw new IllegalStateException("header_bytes is damaged: a length of " + length + " with "
+                    + in.remaining() + " bytes left");
+        }
+        return length;
     }
 
     private static void writeInt(ByteArrayOutputStream out, int v) {

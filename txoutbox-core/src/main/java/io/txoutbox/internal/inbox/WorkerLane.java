@@ -424,15 +424,30 @@ final class WorkerLane implements Runnable {
                     }
                     Map<String, String> headers = headers(rs.getArray(9), rs.getArray(10));
                     byte[] headerBytes = rs.getBytes(18);
-                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), (UUID) rs.getObject(2),
+                    UUID eventId = (UUID) rs.getObject(2);
+                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), eventId,
                             InboxBytes.textForm(keyBytes), rs.getString(4), rs.getString(5), rs.getString(6),
                             aggregateVersion, rs.getBytes(8), headers, rs.getString(11), sourcePartition,
                             sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15), keyBytes,
-                            headerBytes != null ? InboxBytes.decodeHeaders(headerBytes) : InboxBytes.bytesOf(headers)));
+                            headerBytes(eventId, headerBytes, headers)));
                 }
             }
         }
         return new Claimed(batch, ageMicros);
+    }
+
+    /** The exact header values; a {@code header_bytes} this version cannot read must not stop the lane. */
+    private Map<String, byte[]> headerBytes(UUID eventId, byte[] encoded, Map<String, String> headers) {
+        if (encoded == null) {
+            return InboxBytes.bytesOf(headers);
+        }
+        try {
+            return InboxBytes.decodeHeaders(encoded);
+        } catch (RuntimeException e) {
+            log.warn("txoutbox-inbox {}: event {}: header_bytes unreadable ({}); the handler gets the headers' UTF-8 "
+                    + "text forms instead", laneId, eventId, e.toString());
+            return InboxBytes.bytesOf(headers);
+        }
     }
 
     private static Map<String, String> headers(Array names, Array values) throws SQLException {

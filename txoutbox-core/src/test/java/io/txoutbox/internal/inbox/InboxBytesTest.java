@@ -66,6 +66,9 @@ class InboxBytesTest {
         assertThat(back.get("c")).isNull();
         assertThat(back.get("d")).isEmpty();
         assertThat(InboxBytes.needsHeaderBytes(Map.of("a", utf8("plain"), "t", utf8("\\x00")))).isFalse();
+        assertThatThrownBy(() -> InboxBytes.decodeHeaders(new byte[] {1, 0x7f, 0, 0, 0, 'a'}))
+                .hasMessageContaining("damaged");
+        assertThatThrownBy(() -> InboxBytes.decodeHeaders(new byte[] {9})).hasMessageContaining("format 9");
     }
 
     @Test
