@@ -11,6 +11,11 @@ final class InboxSql {
     static final int LOCK_KIND_LANE = 3;
     static final int LOCK_KIND_LANE_COUNT = 4;
     static final int INSERT_COLUMNS = 14;
+    /** A received row: the key as its text form (partition_key) and its bytes, the headers as text and bytes. */
+    private static final String INSERT_COLUMN_LIST = "consumer, event_id, source_topic, source_partition,"
+            + " source_offset, partition_key, key_bytes, event_type, aggregate_type, aggregate_id, aggregate_version,"
+            + " payload, headers, header_bytes";
+    private static final String INSERT_VALUES = "(?,?,?,?,?,?,?,?,?,?,?,?,?::jsonb,?)";
 
     final String schemaName;
     final String inbox;
@@ -78,11 +83,6 @@ final class InboxSql {
         }
         return b.append(" ON CONFLICT DO NOTHING").toString();
     }
-
-    private static final String INSERT_COLUMN_LIST = "consumer, event_id, source_topic, source_partition,"
-            + " source_offset, partition_key, key_bytes, event_type, aggregate_type, aggregate_id, aggregate_version,"
-            + " payload, headers, header_bytes";
-    private static final String INSERT_VALUES = "(?,?,?,?,?,?,?,?,?,?,?,?,?::jsonb,?)";
 
     /** The 64-bit advisory lock key: the consumer's inbox in the high half, kind and value in the low half. */
     static long lockKey(int consumerHash, int kind, int value) {
