@@ -33,11 +33,13 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. */
+@Tag("pg-version")
 class PollingRelayInMemoryIT {
 
     @RegisterExtension
