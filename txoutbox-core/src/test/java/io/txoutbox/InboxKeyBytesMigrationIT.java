@@ -12,6 +12,7 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -163,6 +164,35 @@ class InboxKeyBytesMigrationIT {
         migrate(schema); // resumes: fills what was left and records the step
         assertThat(count("SELECT count(*) FROM " + s + ".inbox_event WHERE partition_key IS NOT NULL"
                 + " AND key_bytes IS NULL")).isZero();
+        assertThat(count("SELECT count(*) FROM " + s + ".txoutbox_backfill")).isEqualTo(1);
+    }
+
+    @Test
+    void racing_migrations_over_existing_rows_all_succeed_and_the_backfill_runs_once() throws Exception {
+        OutboxSchema schema = atVersion5("race");
+        String s = schema.schema();
+        storeRowsTheV5Way(schema);
+        int racers = 4;
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(racers);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(racers);
+        try {
+            List<java.util.concurrent.Future<?>> runs = new java.util.ArrayList<>();
+            for (int i = 0; i < racers; i++) {
+                runs.add(pool.submit(() -> {
+                    start.await();
+                    migrate(schema);
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> run : runs) {
+                run.get(2, java.util.concurrent.TimeUnit.MINUTES); // none failed
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(count("SELECT count(*) FROM " + s + ".txoutbox_schema_history WHERE version = 6")).isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM " + s + ".inbox_event WHERE partition_key IS NOT NULL"
+                + " AND key_bytes IS DISTINCT FROM convert_to(partition_key, 'UTF8')")).isZero();
         assertThat(count("SELECT count(*) FROM " + s + ".txoutbox_backfill")).isEqualTo(1);
     }
 }
