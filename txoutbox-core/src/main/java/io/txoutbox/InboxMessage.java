@@ -27,8 +27,8 @@ public record InboxMessage(UUID eventId, String key, String eventType, String ag
         if (keyBytes != null) {
             String form = InboxBytes.textForm(keyBytes);
             if (key != null && !key.equals(form)) {
-                throw new IllegalArgumentException("inboxMessage.key '" + key + "' is not the text form of "
-                        + "inboxMessage.keyBytes ('" + form + "'): give only one of them");
+                throw new IllegalArgumentException("inboxMessage.key is not the text form of inboxMessage.keyBytes"
+                        + " (event " + eventId + "): give only one of them");
             }
             key = form;
         } else if (key != null) {

@@ -151,7 +151,8 @@ public final class InboxKeyBackfill {
             } catch (SQLException e) {
                 c.rollback();
                 String state = e.getSQLState();
-                boolean contended = "55P03".equals(state) || "40P01".equals(state) || "57014".equals(state);
+                boolean contended = "55P03".equals(state) || "40P01".equals(state) || "40001".equals(state)
+                        || "57014".equals(state);
                 if (!contended) {
                     throw e;
                 }
