@@ -11,6 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import io.txoutbox.internal.inbox.InboxKeyBackfill;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.time.Duration;
 import java.time.Instant;
@@ -37,18 +38,40 @@ public final class SchemaMigrator {
     /** The scripts, in order. A new version is added here and as a resource. */
     public static final List<String> SCRIPTS =
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
-                    "V5__inbox_status.sql", "V7__reserved_headers.sql");
+                    "V5__inbox_status.sql", "V6__inbox_bytes.sql", "V7__reserved_headers.sql");
     /**
      * Online steps by schema version: work that must not run in the scripts' transaction (it scans or rewrites rows
      * of a live table). Run after that transaction commits, on every migrate, for every applied version, in version
      * order; each step is idempotent and finds its own remaining work (see {@link OnlineStep}).
      */
-    static final Map<Integer, List<OnlineStep>> ONLINE_STEPS = Map.of(
-            7, List.of(new ValidateChecks(MessageRules.RESERVED_HEADER_CONSTRAINTS, "they are PENDING rows no relay"
-                    + " has tried yet whose headers use a reserved name; the relay parks their keys when it reaches"
-                    + " them. Rename the header in those rows (UPDATE ... SET headers = ...) to have them sent, or"
-                    + " discard them with OutboxAdmin.discard once they are parked (a requeue without renaming"
-                    + " parks them again)")));
+    static final Map<Integer, List<OnlineStep>> ONLINE_STEPS = onlineSteps(InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+
+    /** V6: the inbox's key bytes of rows stored before it (readers do not wait for it); V7: validate the checks. */
+    private static Map<Integer, List<OnlineStep>> onlineSteps(int backfillPagesPerBatch) {
+        return Map.of(
+                6, List.of((c, schema) -> backfillInboxKeys(c, schema, backfillPagesPerBatch)),
+                7, List.of(new ValidateChecks(MessageRules.RESERVED_HEADER_CONSTRAINTS, "they are PENDING rows no relay"
+                        + " has tried yet whose headers use a reserved name; the relay parks their keys when it reaches"
+                        + " them. Rename the header in those rows (UPDATE ... SET headers = ...) to have them sent, or"
+                        + " discard them with OutboxAdmin.discard once they are parked (a requeue without renaming"
+                        + " parks them again)")));
+    }
+
+    /**
+     * Nothing reads {@code key_bytes} as required (a NULL is the UTF-8 of {@code partition_key}), so a backfill that
+     * fails is logged, not thrown: the schema is migrated, and the next migrate resumes it.
+     */
+    private static String backfillInboxKeys(Connection c, OutboxSchema schema, int pagesPerBatch) {
+        try {
+            InboxKeyBackfill.Result r = new InboxKeyBackfill(schema.schema(), pagesPerBatch).run(c);
+            return r.done() ? null : InboxKeyBackfill.STEP + " is not finished (" + r.rows() + " rows in " + r.batches()
+                    + " batches by this migrate, or it runs in another one); the next migrate resumes it";
+        } catch (SQLException | RuntimeException e) {
+            rollbackQuietly(c);
+            return InboxKeyBackfill.STEP + " did not finish (" + e + "); the next migrate resumes it";
+        }
+    }
+
     /** Advisory lock namespace: "txob" in ASCII. */
     private static final int LOCK_NAMESPACE = 0x74786F62;
     /** Advisory lock namespace of the online steps (session lock): "txos". */
@@ -57,9 +80,17 @@ public final class SchemaMigrator {
     private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
+    private final Map<Integer, List<OnlineStep>> onlineSteps;
 
     public SchemaMigrator(OutboxSchema schema) {
+        this(schema, InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+    }
+
+    /** With the heap pages per transaction of the online backfills (tests use small batches). */
+    public SchemaMigrator(OutboxSchema schema, int backfillPagesPerBatch) {
         this.schema = schema;
+        this.onlineSteps = backfillPagesPerBatch == InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH
+                ? ONLINE_STEPS : onlineSteps(backfillPagesPerBatch);
     }
 
     public void migrate(Connection c) {
@@ -177,7 +208,7 @@ public final class SchemaMigrator {
         try {
             for (String name : SCRIPTS) {
                 int version = versionOf(name);
-                for (OnlineStep step : ONLINE_STEPS.getOrDefault(version, List.of())) {
+                for (OnlineStep step : onlineSteps.getOrDefault(version, List.of())) {
                     String left;
                     try {
                         left = step.run(c, schema);

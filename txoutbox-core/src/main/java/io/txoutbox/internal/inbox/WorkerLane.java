@@ -231,7 +231,8 @@ final class WorkerLane implements Runnable {
             Set<String> failedKeys = new HashSet<>();
             for (int i = 0; i < batch.size(); i++) {
                 InboxEvent e = batch.get(i);
-                if (e.key() != null && failedKeys.contains(e.key())) {
+                String group = InboxBytes.groupForm(e.keyBytes()); // the key as partition_key groups it
+                if (group != null && failedKeys.contains(group)) {
                     continue; // the key waits from its failed event on; stays pending, in order
                 }
                 long h0 = System.nanoTime();
@@ -242,8 +243,8 @@ final class WorkerLane implements Runnable {
                     processed.add(e.id());
                 } else {
                     failures.add(new Failure(e, failure, config.permanentFailure().test(failure)));
-                    if (e.key() != null) {
-                        failedKeys.add(e.key());
+                    if (group != null) {
+                        failedKeys.add(group);
                     }
                 }
             }
@@ -420,14 +421,39 @@ final class WorkerLane implements Runnable {
                     Integer sourcePartition = rs.wasNull() ? null : partition;
                     long offset = rs.getLong(13);
                     Long sourceOffset = rs.wasNull() ? null : offset;
-                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), (UUID) rs.getObject(2),
-                            rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion,
-                            rs.getBytes(8), headers(rs.getArray(9), rs.getArray(10)), rs.getString(11),
-                            sourcePartition, sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15)));
+                    // key_bytes is NULL only for a row stored before V6 and not yet backfilled (or by an older
+                    // receiver): partition_key was the key's text then
+                    byte[] keyBytes = rs.getBytes(17);
+                    String partitionKey = rs.getString(3);
+                    if (keyBytes == null && partitionKey != null) {
+                        keyBytes = InboxBytes.utf8(partitionKey);
+                    }
+                    Map<String, String> headers = headers(rs.getArray(9), rs.getArray(10));
+                    byte[] headerBytes = rs.getBytes(18);
+                    UUID eventId = (UUID) rs.getObject(2);
+                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), eventId,
+                            InboxBytes.textForm(keyBytes), rs.getString(4), rs.getString(5), rs.getString(6),
+                            aggregateVersion, rs.getBytes(8), headers, rs.getString(11), sourcePartition,
+                            sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15), keyBytes,
+                            headerBytes(eventId, headerBytes, headers)));
                 }
             }
         }
         return new Claimed(batch, ageMicros);
+    }
+
+    /** The exact header values; a {@code header_bytes} this version cannot read must not stop the lane. */
+    private Map<String, byte[]> headerBytes(UUID eventId, byte[] encoded, Map<String, String> headers) {
+        if (encoded == null) {
+            return InboxBytes.bytesOf(headers);
+        }
+        try {
+            return InboxBytes.decodeHeaders(encoded);
+        } catch (RuntimeException e) {
+            log.warn("txoutbox-inbox {}: event {}: header_bytes unreadable ({}); the handler gets the headers' UTF-8 "
+                    + "text forms instead", laneId, eventId, e.toString());
+            return InboxBytes.bytesOf(headers);
+        }
     }
 
     private static Map<String, String> headers(Array names, Array values) throws SQLException {
