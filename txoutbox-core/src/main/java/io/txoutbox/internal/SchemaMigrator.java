@@ -12,8 +12,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -43,9 +43,16 @@ public final class SchemaMigrator {
     private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
+    /** The time of a partition conversion's bound and of the partitions created ahead. */
+    private final Clock clock;
 
     public SchemaMigrator(OutboxSchema schema) {
+        this(schema, Clock.systemUTC());
+    }
+
+    public SchemaMigrator(OutboxSchema schema, Clock clock) {
         this.schema = schema;
+        this.clock = clock;
     }
 
     public void migrate(Connection c) {
@@ -138,12 +145,15 @@ public final class SchemaMigrator {
         }
     }
 
-    /** Converts the table into a partitioned one if it is not yet, and creates the partitions ahead. */
+    /**
+     * Converts the table into a partitioned one if it is not yet (or finishes a conversion a failed or killed run left
+     * between its steps), and creates the partitions ahead.
+     */
     private void partition(Connection c) throws SQLException {
         PartitionedOutbox table = new PartitionedOutbox(schema);
-        table.convert(c, Instant.now());
+        table.convert(c, clock.instant());
         List<String> notCreated = new ArrayList<>();
-        List<String> created = table.createAhead(c, Instant.now(), PARTITION_LOCK_TIMEOUT, notCreated);
+        List<String> created = table.createAhead(c, clock.instant(), PARTITION_LOCK_TIMEOUT, notCreated);
         c.commit();
         if (!created.isEmpty()) {
             log.info("txoutbox-migrate: created partitions {} of {}", created, schema);

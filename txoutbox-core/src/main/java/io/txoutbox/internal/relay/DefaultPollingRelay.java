@@ -112,6 +112,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             return this;
         }
         log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        finishPartitionConversion();
         relayListener.relayStarted(config);
         membership.start();
         for (Lane lane : lanes) {
@@ -125,6 +126,27 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             listener.start();
         }
         return this;
+    }
+
+    /**
+     * A conversion to the partitioned table that a failed or killed migrate left between its steps is finished here:
+     * the table works meanwhile, so a relay that may not change it (no privilege) warns once and starts anyway.
+     */
+    private void finishPartitionConversion() {
+        if (!config.schema().isPartitioned()) {
+            return;
+        }
+        try (java.sql.Connection c = dataSource.getConnection()) {
+            if (new io.txoutbox.internal.partition.PartitionedOutbox(config.schema())
+                    .finishConversion(c, java.time.Instant.now())) {
+                log.info("txoutbox-relay {}: finished the conversion of {} into a partitioned table", config.name(),
+                        config.schema());
+            }
+        } catch (java.sql.SQLException | RuntimeException e) {
+            log.warn("txoutbox-relay {}: could not finish the unfinished conversion of {} into a partitioned table"
+                    + " ({}); the table works meanwhile, run OutboxSchema.migrate as the table's owner to finish it",
+                    config.name(), config.schema(), e.getMessage());
+        }
     }
 
     @Override
