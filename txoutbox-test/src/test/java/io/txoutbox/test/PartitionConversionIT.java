@@ -8,25 +8,43 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxPartitioning;
+import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
+import io.txoutbox.internal.SchemaMigrator;
+import io.txoutbox.internal.TestHooks;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
+import io.txoutbox.testing.process.JvmProcess;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Queue;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Converting a plain outbox table into a time-partitioned one while writers go on: a conversion that fails or is
@@ -49,7 +67,7 @@ class PartitionConversionIT {
     @BeforeEach
     void setUp(TestInfo info) {
         db = postgres.database();
-        table = "pc_" + Math.abs(info.getTestMethod().orElseThrow().getName().hashCode());
+        table = "pc_" + Math.abs((info.getTestMethod().orElseThrow().getName() + info.getDisplayName()).hashCode());
     }
 
     private OutboxSchema.Builder schema() {
@@ -147,5 +165,190 @@ class PartitionConversionIT {
         assertThat(db.queryLong("SELECT count(*) FROM pg_constraint WHERE conrelid = '" + plain.qualifiedOutboxTable()
                 + "'::regclass AND conname LIKE '%legacy%'")).isZero();
         assertThat(db.queryLong("SELECT count(*) FROM " + plain.qualifiedOutboxTable())).isEqualTo(written.size());
+    }
+
+    static Stream<Arguments> stepsAndEntryPoints() {
+        List<Arguments> out = new ArrayList<>();
+        for (String hook : List.of(TestHooks.CONVERT_BEFORE_SPLIT_COMMIT, TestHooks.CONVERT_AFTER_SPLIT,
+                TestHooks.CONVERT_AFTER_VALIDATE, TestHooks.CONVERT_AFTER_MOVE, TestHooks.CONVERT_BEFORE_SWAP_COMMIT,
+                TestHooks.CONVERT_AFTER_SWAP)) {
+            for (String entry : List.of("migrate", "relay start", "retention")) {
+                out.add(Arguments.of(hook, entry));
+            }
+        }
+        return out.stream();
+    }
+
+    /**
+     * A migrate SIGKILLed at each step of the conversion while two writers commit without pause: right after the kill,
+     * INSERTs with event ids past the legacy bound succeed; then the next migrate (its clock two days past the bound),
+     * relay start or retention run (its clock two days past the bound) leaves a consistent table with every event,
+     * ids continuous, the sequence's grant kept.
+     */
+    @ParameterizedTest(name = "killed at {0}, then {1}")
+    @MethodSource("stepsAndEntryPoints")
+    void a_conversion_killed_at_any_step_keeps_every_insert_accepted_and_the_next_run_finishes_it(String hook,
+            String entry) throws Exception {
+        OutboxSchema plain = schema().build();
+        plain.migrate(db.dataSource());
+        String role = "seq_" + table;
+        db.execute("DROP ROLE IF EXISTS " + role, "CREATE ROLE " + role,
+                "GRANT SELECT ON SEQUENCE " + db.schema() + "." + table + "_id_seq TO " + role);
+        Outbox outbox = Outbox.builder().schema(plain).build();
+        Set<UUID> expected = Collections.synchronizedSet(new HashSet<>());
+        for (int i = 0; i < 200; i++) {
+            UUID id = v7(Instant.now());
+            write(outbox, id);
+            expected.add(id);
+        }
+        db.execute("UPDATE " + plain.qualifiedOutboxTable() + " SET state = 'PUBLISHED', published_at = now()"
+                + " WHERE id <= 100");
+        Instant start = Instant.now();
+        OutboxPartitioning.Period day = OutboxPartitioning.Period.DAY;
+        Instant boundAt = day.next(day.startOf(start.plus(Duration.ofHours(1))));
+        OutboxSchema partitioned = schema().partitioned(OutboxPartitioning.daily()).build();
+
+        String stage;
+        long duringConversion;
+        try (Writers writers = new Writers(outbox, 2)) {
+            // the writers' published rows: some move in batches, the rest with the pending ones in the swap
+            try (JvmProcess converter = JvmProcess.builder(ConversionProcessMain.class).name("converter")
+                    .jvmArgs("-Xmx128m").hook(hook, "kill")
+                    .args(db.jdbcUrl(), db.server().user(), db.server().password(), db.schema(), table,
+                            Long.toString(start.toEpochMilli())).start()) {
+                long before = writers.committed.get();
+                converter.awaitHook(hook, Duration.ofMinutes(1));
+                assertThat(converter.awaitExit(Duration.ofSeconds(30))).as("SIGKILLed").isEqualTo(137);
+                duringConversion = writers.committed.get() - before;
+            }
+            stage = stage(plain);
+            // right after the kill, before anything finishes the conversion: ids past the bound are accepted
+            for (Duration past : List.of(Duration.ofMillis(1), Duration.ofHours(1), Duration.ofDays(2))) {
+                UUID id = v7(boundAt.plus(past));
+                write(outbox, id);
+                expected.add(id);
+            }
+            assertThat(writers.errors).as("writers' errors").isEmpty();
+
+            Clock later = Clock.fixed(boundAt.plus(Duration.ofDays(2)), ZoneOffset.UTC);
+            switch (entry) {
+                case "migrate" -> {
+                    try (Connection c = db.connect()) {
+                        new SchemaMigrator(partitioned, later).migrate(c);
+                    }
+                }
+                case "relay start" -> {
+                    try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(partitioned)
+                            .transport(new InMemoryTransport()).lanes(1).pollInterval(Duration.ofMillis(50))
+                            .build()) {
+                        relay.start();
+                    }
+                }
+                default -> {
+                    try (OutboxRetention retention = OutboxRetention.builder().dataSource(db.dataSource())
+                            .schema(partitioned).retention(Duration.ofDays(7)).clock(later).build()) {
+                        Throwable t = catchThrowable(retention::runOnce);
+                        if (stage.equals("plain")) {
+                            assertThat(t).as("nothing to finish: retention asks for migrate")
+                                    .hasMessageContaining("run OutboxSchema.migrate");
+                        } else {
+                            assertThat(t).isNull();
+                        }
+                    }
+                }
+            }
+            for (int i = 0; i < 3; i++) {
+                UUID id = v7(boundAt.plus(Duration.ofDays(5)).plusMillis(i));
+                write(outbox, id);
+                expected.add(id);
+            }
+            writers.close();
+            assertThat(writers.errors).as("writers' errors").isEmpty();
+            expected.addAll(writers.ids);
+        }
+
+        String after = stage(plain);
+        boolean convertedBefore = !stage.equals("plain");
+        assertThat(after).as("after the kill at %s (%s) and %s", hook, stage, entry)
+                .isEqualTo(convertedBefore || entry.equals("migrate") ? "partitioned" : "plain");
+        // no piece of the conversion is left over
+        assertThat(db.queryLong("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = '" + db.schema() + "' AND c.relname = '" + table + "_conversion'")).isZero();
+        assertThat(db.queryLong("SELECT count(*) FROM pg_constraint WHERE conname = '" + table + "_legacy_bound'"))
+                .isZero();
+        if (after.equals("plain")) {
+            assertThat(db.queryLong("SELECT count(*) FROM pg_class WHERE relname = '" + table + "_legacy'")).isZero();
+        }
+        // every event once, ids distinct, and the next id continues the sequence
+        List<UUID> ids = new ArrayList<>();
+        long maxId = 0;
+        Set<Long> rowIds = new HashSet<>();
+        try (Connection c = db.connect(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT event_id, id FROM " + plain.qualifiedOutboxTable())) {
+            while (rs.next()) {
+                ids.add((UUID) rs.getObject(1));
+                assertThat(rowIds.add(rs.getLong(2))).as("id %d once", rs.getLong(2)).isTrue();
+                maxId = Math.max(maxId, rs.getLong(2));
+            }
+        }
+        assertThat(ids).hasSize(expected.size());
+        assertThat(new HashSet<>(ids)).isEqualTo(expected);
+        UUID next = v7(Instant.now());
+        write(outbox, next);
+        assertThat(db.queryLong("SELECT id FROM " + plain.qualifiedOutboxTable() + " WHERE event_id = '" + next
+                + "'")).isEqualTo(maxId + 1);
+        assertThat(db.queryLong("SELECT has_sequence_privilege('" + role + "', pg_get_serial_sequence('"
+                + plain.qualifiedOutboxTable() + "', 'id'), 'SELECT')::int")).isOne();
+        System.out.printf("CONVERSION-CRASH hook=%s entry=%s stage-after-kill=%s after=%s rows=%d"
+                + " writer-commits-during-conversion=%d failed-inserts=0%n", hook, entry, stage, after, ids.size(),
+                duringConversion);
+    }
+
+    /** plain, split (plain with its legacy child) or partitioned. */
+    private String stage(OutboxSchema s) {
+        long partitioned = db.queryLong("SELECT count(*) FROM pg_class WHERE oid = '" + s.qualifiedOutboxTable()
+                + "'::regclass AND relkind = 'p'");
+        if (partitioned == 1) {
+            return "partitioned";
+        }
+        return db.queryLong("SELECT count(*) FROM pg_inherits WHERE inhparent = '" + s.qualifiedOutboxTable()
+                + "'::regclass") > 0 ? "split" : "plain";
+    }
+
+    /** Threads that commit one event (an id of now) per transaction until closed, recording any failure. */
+    private final class Writers implements AutoCloseable {
+        final Queue<UUID> ids = new ConcurrentLinkedQueue<>();
+        final List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        final AtomicLong committed = new AtomicLong();
+        private volatile boolean stop;
+        private final List<Thread> threads = new ArrayList<>();
+
+        Writers(Outbox outbox, int n) {
+            for (int i = 0; i < n; i++) {
+                Thread t = new Thread(() -> {
+                    while (!stop) {
+                        UUID id = v7(Instant.now());
+                        try {
+                            write(outbox, id);
+                            ids.add(id);
+                            committed.incrementAndGet();
+                        } catch (Throwable e) {
+                            errors.add(e);
+                            return;
+                        }
+                    }
+                }, "writer-" + i);
+                threads.add(t);
+                t.start();
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop = true;
+            for (Thread t : threads) {
+                t.join();
+            }
+        }
     }
 }

@@ -159,8 +159,14 @@ public final class PartitionedOutbox {
     public boolean finishConversion(Connection c, Instant now) {
         PartitionConversion conversion = new PartitionConversion(schema);
         try {
-            if (!conversion.inProgress(c)) {
-                return false;
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                if (!conversion.inProgress(c)) {
+                    return false;
+                }
+            } finally {
+                c.setAutoCommit(autoCommit);
             }
         } catch (SQLException e) {
             PartitionConversion.rollbackQuietly(c);
