@@ -619,11 +619,12 @@ final class PartitionConversion {
                 return;
             } catch (SQLException e) {
                 rollbackQuietly(c);
-                if (!"55P03".equals(e.getSQLState()) || attempt == LOCK_ATTEMPTS) {
+                // a deadlock with a session that read the table before this step locked it: it let go, try again
+                if (!("55P03".equals(e.getSQLState()) || "40P01".equals(e.getSQLState())) || attempt == LOCK_ATTEMPTS) {
                     throw e;
                 }
-                log.info("txoutbox-partitions: {} is busy (lock timeout), attempt {} of {}", schema, attempt,
-                        LOCK_ATTEMPTS);
+                log.info("txoutbox-partitions: {} is busy ({}), attempt {} of {}", schema,
+                        "55P03".equals(e.getSQLState()) ? "lock timeout" : "deadlock", attempt, LOCK_ATTEMPTS);
             }
         }
     }
