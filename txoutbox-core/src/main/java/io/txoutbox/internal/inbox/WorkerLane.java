@@ -6,6 +6,7 @@ import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -349,6 +350,11 @@ final class WorkerLane implements Runnable {
         return !c.getAutoCommit();
     }
 
+    /** A partition key as this worker's log lines show it (see {@link InboxWorkerConfig#logPartitionKeys()}). */
+    private String key(String key) {
+        return LoggedKeys.show(key, config.logPartitionKeys());
+    }
+
     /** Decides the failed event's next state and appends its delay (ms) to {@code delays}. */
     private String plan(Failure f, List<Long> delays) {
         InboxEvent e = f.event;
@@ -358,7 +364,7 @@ final class WorkerLane implements Runnable {
         if (!permanent && attempts < config.retry().maxAttempts()) {
             long delay = config.retry().backoffAfter(attempts).toMillis();
             log.warn("txoutbox-inbox {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    e.eventId(), e.key(), attempts, config.retry().maxAttempts(), delay, error);
+                    e.eventId(), key(e.key()), attempts, config.retry().maxAttempts(), delay, error);
             delays.add(delay);
             return "PENDING";
         }
@@ -366,11 +372,11 @@ final class WorkerLane implements Runnable {
         String why = permanent ? "failed permanently" : "failed " + attempts + " times";
         if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
             log.error("txoutbox-inbox {}: event {} {}; key {} of consumer {} is parked until an operator releases "
-                    + "it: {}", laneId, e.eventId(), why, e.key(), config.consumer(), error);
+                    + "it: {}", laneId, e.eventId(), why, key(e.key()), config.consumer(), error);
             return "PARKED";
         }
         log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
-                why, e.key(), config.consumer(), error);
+                why, key(e.key()), config.consumer(), error);
         return "DEAD";
     }
 

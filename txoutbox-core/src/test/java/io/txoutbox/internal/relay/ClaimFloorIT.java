@@ -13,6 +13,7 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The claim floor against a real PostgreSQL: it passes settled ids, never an id a still-open writer may commit, and
  * is not held back by transactions that only read the table.
  */
+@Tag("pg-version")
 class ClaimFloorIT {
 
     @RegisterExtension
