@@ -3,8 +3,12 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.OutboxException;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -136,13 +140,12 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (!config.schema().isPartitioned()) {
             return;
         }
-        try (java.sql.Connection c = dataSource.getConnection()) {
-            if (new io.txoutbox.internal.partition.PartitionedOutbox(config.schema())
-                    .finishConversion(c, java.time.Instant.now())) {
+        try (Connection c = dataSource.getConnection()) {
+            if (new PartitionedOutbox(config.schema()).finishConversion(c, Instant.now())) {
                 log.info("txoutbox-relay {}: finished the conversion of {} into a partitioned table", config.name(),
                         config.schema());
             }
-        } catch (java.sql.SQLException | RuntimeException e) {
+        } catch (SQLException | RuntimeException e) {
             log.warn("txoutbox-relay {}: could not finish the unfinished conversion of {} into a partitioned table"
                     + " ({}); the table works meanwhile, run OutboxSchema.migrate as the table's owner to finish it",
                     config.name(), config.schema(), e.getMessage());
