@@ -323,6 +323,32 @@ class PartitionConversionIT {
                 duringConversion);
     }
 
+    @Test
+    void an_event_id_repeated_while_the_conversion_is_split_does_not_stop_it_and_is_kept_once() throws Exception {
+        OutboxSchema plain = schema().build();
+        plain.migrate(db.dataSource());
+        Outbox outbox = Outbox.builder().schema(plain).build();
+        UUID first = v7(Instant.now());
+        write(outbox, first);
+        try (JvmProcess converter = JvmProcess.builder(ConversionProcessMain.class).name("converter")
+                .jvmArgs("-Xmx128m").hook(TestHooks.CONVERT_AFTER_SPLIT, "kill")
+                .args(db.jdbcUrl(), db.server().user(), db.server().password(), db.schema(), table,
+                        Long.toString(Instant.now().toEpochMilli())).start()) {
+            converter.awaitHook(TestHooks.CONVERT_AFTER_SPLIT, Duration.ofMinutes(1));
+            assertThat(converter.awaitExit(Duration.ofSeconds(30))).isEqualTo(137);
+        }
+        assertThat(stage(plain)).isEqualTo("split");
+        // the split tables' keys are apart: a writer repeating an event id of before the split is not refused
+        write(outbox, first);
+        UUID second = v7(Instant.now());
+        write(outbox, second);
+        schema().partitioned(OutboxPartitioning.daily()).build().migrate(db.dataSource());
+        assertThat(stage(plain)).isEqualTo("partitioned");
+        assertThat(db.queryLong("SELECT count(*) FROM " + plain.qualifiedOutboxTable() + " WHERE event_id = '"
+                + first + "'")).isOne();
+        assertThat(db.queryLong("SELECT count(*) FROM " + plain.qualifiedOutboxTable())).isEqualTo(2);
+    }
+
     /** plain, split (plain with its legacy child) or partitioned. */
     private String stage(OutboxSchema s) {
         long partitioned = db.queryLong("SELECT count(*) FROM pg_class WHERE oid = '" + s.qualifiedOutboxTable()
