@@ -321,7 +321,7 @@ final class PartitionConversion {
         String sql = "WITH m AS (DELETE FROM ONLY " + parent + " WHERE event_id IN (SELECT event_id FROM ONLY "
                 + parent + " WHERE state = 'PUBLISHED' AND event_id < ?::uuid LIMIT " + MOVE_BATCH
                 + " FOR UPDATE SKIP LOCKED) RETURNING " + columns + ") INSERT INTO " + qualified(legacy) + " ("
-                + columns + ") OVERRIDING SYSTEM VALUE SELECT " + columns + " FROM m";
+                + columns + ") OVERRIDING SYSTEM VALUE SELECT " + columns + " FROM m ON CONFLICT DO NOTHING";
         long moved = 0;
         for (int batch = 1; ; batch++) {
             int n;
@@ -386,8 +386,10 @@ final class PartitionConversion {
                     + " FOR VALUES FROM (MINVALUE) TO ('" + bound + "')");
             st.execute("ALTER TABLE " + qualifiedLegacy + " DROP CONSTRAINT " + Identifiers.quote(check));
             st.execute("CREATE TABLE " + qualified(table + "_default") + " PARTITION OF " + parent + " DEFAULT");
+            // ON CONFLICT: while split, an INSERT could repeat the event id of a row written before the split (the
+            // two tables' keys are apart); the event is there already, its copy goes
             st.execute("INSERT INTO " + parent + " (" + columns + ") OVERRIDING SYSTEM VALUE SELECT " + columns
-                    + " FROM " + qualifiedWindow);
+                    + " FROM " + qualifiedWindow + " ON CONFLICT DO NOTHING");
             st.execute("DROP TABLE " + qualifiedWindow);
             st.execute("COMMENT ON TABLE " + parent + " IS 'txoutbox outbox, partitioned by "
                     + partitioning.period().name().toLowerCase() + " of event_id (UUIDv7). Shards: "
