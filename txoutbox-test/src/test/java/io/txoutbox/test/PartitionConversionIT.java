@@ -174,6 +174,7 @@ class PartitionConversionIT {
                 TestHooks.CONVERT_AFTER_VALIDATE, TestHooks.CONVERT_AFTER_MOVE, TestHooks.CONVERT_BEFORE_SWAP_COMMIT,
                 TestHooks.CONVERT_AFTER_SWAP)) {
             for (String entry : List.of("migrate", "relay start", "retention")) {
+                // -Dconversion.only=<hook>/<entry point> runs one case, e.g. convert-after-split/migrate
                 String only = System.getProperty("conversion.only");
                 if (only != null && !only.equals(hook + "/" + entry)) {
                     continue;
