@@ -13,8 +13,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import io.txoutbox.internal.inbox.InboxKeyBackfill;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -81,14 +81,25 @@ public final class SchemaMigrator {
 
     private final OutboxSchema schema;
     private final Map<Integer, List<OnlineStep>> onlineSteps;
+    /** The time of a partition conversion's bound and of the partitions created ahead. */
+    private final Clock clock;
 
     public SchemaMigrator(OutboxSchema schema) {
-        this(schema, InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+        this(schema, Clock.systemUTC(), InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+    }
+
+    public SchemaMigrator(OutboxSchema schema, Clock clock) {
+        this(schema, clock, InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
     }
 
     /** With the heap pages per transaction of the online backfills (tests use small batches). */
     public SchemaMigrator(OutboxSchema schema, int backfillPagesPerBatch) {
+        this(schema, Clock.systemUTC(), backfillPagesPerBatch);
+    }
+
+    private SchemaMigrator(OutboxSchema schema, Clock clock, int backfillPagesPerBatch) {
         this.schema = schema;
+        this.clock = clock;
         this.onlineSteps = backfillPagesPerBatch == InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH
                 ? ONLINE_STEPS : onlineSteps(backfillPagesPerBatch);
     }
@@ -236,15 +247,18 @@ public final class SchemaMigrator {
         }
     }
 
-    /** Converts the table into a partitioned one if it is not yet, and creates the partitions ahead. */
+    /**
+     * Converts the table into a partitioned one if it is not yet (or finishes a conversion a failed or killed run left
+     * between its steps), and creates the partitions ahead.
+     */
     private void partition(Connection c) throws SQLException {
         PartitionedOutbox table = new PartitionedOutbox(schema);
         if (!PartitionedOutbox.isPartitioned(c, schema)) {
             requireNoReservedHeaderViolations(c);
         }
-        table.convert(c, Instant.now());
+        table.convert(c, clock.instant());
         List<String> notCreated = new ArrayList<>();
-        List<String> created = table.createAhead(c, Instant.now(), PARTITION_LOCK_TIMEOUT, notCreated);
+        List<String> created = table.createAhead(c, clock.instant(), PARTITION_LOCK_TIMEOUT, notCreated);
         c.commit();
         if (!created.isEmpty()) {
             log.info("txoutbox-migrate: created partitions {} of {}", created, schema);

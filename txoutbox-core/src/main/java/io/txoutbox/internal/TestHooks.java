@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Named points in the relays where fault tests stop a process: {@code -Dtxoutbox.hooks=after-ack-before-mark=kill@3}
+ * Named points in the relays and the partition conversion where fault tests stop a process: {@code -Dtxoutbox.hooks=after-ack-before-mark=kill@3}
  * makes the process SIGKILL itself the third time it reaches that point ({@code stop} SIGSTOPs it instead, for the
  * test to SIGCONT later). Before acting it prints {@code TXOUTBOX-HOOK <name> <action> pid=<pid>} so the test knows
  * the window was hit. Without the property every hook is a single volatile-free check of a static final field.
@@ -18,6 +18,13 @@ public final class TestHooks {
     public static final String AFTER_ACK_BEFORE_MARK = "after-ack-before-mark";
     public static final String AFTER_MARK_BEFORE_COMMIT = "after-mark-before-commit";
     public static final String AFTER_CLAIM = "after-claim";
+    /** The partition conversion's steps ({@code io.txoutbox.internal.partition.PartitionConversion}). */
+    public static final String CONVERT_BEFORE_SPLIT_COMMIT = "convert-before-split-commit";
+    public static final String CONVERT_AFTER_SPLIT = "convert-after-split";
+    public static final String CONVERT_AFTER_VALIDATE = "convert-after-validate";
+    public static final String CONVERT_AFTER_MOVE = "convert-after-move";
+    public static final String CONVERT_BEFORE_SWAP_COMMIT = "convert-before-swap-commit";
+    public static final String CONVERT_AFTER_SWAP = "convert-after-swap";
 
     private record Hook(String action, int onHit, AtomicInteger hits) {
     }

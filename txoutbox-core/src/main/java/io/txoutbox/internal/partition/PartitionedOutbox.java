@@ -42,13 +42,6 @@ public final class PartitionedOutbox {
 
     private static final Logger log = LoggerFactory.getLogger(PartitionedOutbox.class);
     private static final Pattern RANGE = Pattern.compile("FOR VALUES FROM \\((.+)\\) TO \\((.+)\\)");
-    private static final Pattern INDEX_DEF =
-            Pattern.compile("^CREATE (UNIQUE )?INDEX \\S+ ON (?:ONLY )?\\S+ (USING .*)$", Pattern.DOTALL);
-    /** Advisory lock namespace of conversions: "txpc". */
-    private static final int LOCK_NAMESPACE = 0x74787063;
-    /** A conversion must finish before the legacy partition's bound, which lies at least this far ahead. */
-    private static final Duration CONVERSION_MARGIN = Duration.ofHours(1);
-    private static final int LOCK_ATTEMPTS = 10;
     private static final String FINAL_STATES = "('PARKED', 'DEAD', 'DISCARDED')";
 
     private final OutboxSchema schema;
@@ -109,7 +102,8 @@ public final class PartitionedOutbox {
     public List<Partition> partitions(Connection c) throws SQLException {
         List<Partition> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement("SELECT p.relname, pg_get_expr(p.relpartbound, p.oid)"
-                + " FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = ?::regclass")) {
+                + " FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = ?::regclass"
+                + " AND p.relispartition")) {
             ps.setString(1, parent);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -144,246 +138,42 @@ public final class PartitionedOutbox {
     // ------------------------------------------------------------------------------------------------ conversion
 
     /**
-     * Turns the plain outbox table into a partitioned one, once (a partitioned table is left as it is): the existing
-     * table becomes the partition {@code <table>_legacy} of all ids before the start of the next period (at least an
-     * hour ahead), without copying a row, and a default partition is created ({@link #createAhead} makes the
-     * periods' partitions).
+     * Turns the plain outbox table into a partitioned one, or finishes a conversion that stopped (a partitioned table
+     * is left as it is): the existing table becomes the partition {@code <table>_legacy} of all ids before the start
+     * of a period at least an hour ahead, without copying its rows, and a default partition is created
+     * ({@link #createAhead} makes the periods' partitions). Waits for a conversion another session runs. The steps
+     * and why each committed state accepts every INSERT: {@link PartitionConversion}.
      *
-     * <p>Steps: (1) add {@code CHECK (event_id < bound) NOT VALID} and validate it (and any other NOT VALID check)
-     * — a scan under SHARE UPDATE EXCLUSIVE, writers go on; (2) in one transaction under ACCESS EXCLUSIVE (catalog
-     * changes only): rename the table, its sequence and indexes, create the partitioned parent like it with the same
-     * indexes and grants, attach the old table (the validated check spares the scan) and continue the id sequence.
-     *
-     * @return whether this call converted the table
+     * @return whether this call changed the table
      */
     public boolean convert(Connection c, Instant now) {
-        boolean autoCommit = true;
-        try {
-            autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            advisoryLock(c, true);
-            try {
-                if (isPartitioned(c, schema)) {
-                    c.commit();
-                    return false;
-                }
-                Instant boundary = partitioning.period().next(partitioning.period().startOf(now.plus(
-                        CONVERSION_MARGIN)));
-                UUID bound = bound(boundary);
-                String check = table + "_legacy_bound";
-                addBoundCheck(c, check, bound);
-                validateChecks(c, check, bound, boundary);
-                swap(c, check, bound);
-                log.info("txoutbox-partitions: converted {} into a partitioned table; its rows are in {}_legacy"
-                        + " (event ids before {})", schema, table, boundary);
-                return true;
-            } finally {
-                advisoryLock(c, false);
-            }
-        } catch (SQLException e) {
-            rollbackQuietly(c);
-            throw new OutboxException("converting " + schema + " into a partitioned table failed: " + e.getMessage()
-                    + " (SQLState " + e.getSQLState() + "); the table is unchanged, migrate again to retry", e,
-                    SqlErrors.isRetriable(e));
-        } catch (RuntimeException e) {
-            rollbackQuietly(c);
-            throw e;
-        } finally {
-            restore(c, autoCommit);
-        }
-    }
-
-    private void addBoundCheck(Connection c, String check, UUID bound) throws SQLException {
-        withLockRetries(c, st -> {
-            st.execute("ALTER TABLE " + parent + " DROP CONSTRAINT IF EXISTS " + Identifiers.quote(check));
-            st.execute("ALTER TABLE " + parent + " ADD CONSTRAINT " + Identifiers.quote(check)
-                    + " CHECK (event_id < '" + bound + "'::uuid) NOT VALID");
-        });
-    }
-
-    private void validateChecks(Connection c, String check, UUID bound, Instant boundary) throws SQLException {
-        List<String> notValid = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT conname FROM pg_constraint WHERE conrelid ="
-                + " ?::regclass AND contype = 'c' AND NOT convalidated ORDER BY conname = ? DESC, conname")) {
-            ps.setString(1, parent);
-            ps.setString(2, check);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    notValid.add(rs.getString(1));
-                }
-            }
-        }
-        c.commit();
-        for (String name : notValid) {
-            try (Statement st = c.createStatement()) {
-                st.execute("SET LOCAL statement_timeout = 0");
-                st.execute("ALTER TABLE " + parent + " VALIDATE CONSTRAINT " + Identifiers.quote(name));
-                c.commit();
-            } catch (SQLException e) {
-                rollbackQuietly(c);
-                if (!"23514".equals(e.getSQLState()) || !name.equals(check)) {
-                    throw e;
-                }
-                long late;
-                try (Statement st = c.createStatement();
-                        ResultSet rs = st.executeQuery("SELECT count(*) FROM " + parent + " WHERE event_id >= '"
-                                + bound + "'::uuid")) {
-                    rs.next();
-                    late = rs.getLong(1);
-                }
-                withLockRetries(c, st -> st.execute("ALTER TABLE " + parent + " DROP CONSTRAINT IF EXISTS "
-                        + Identifiers.quote(check)));
-                throw new OutboxException(schema + " cannot be partitioned by time: " + late + " rows have event"
-                        + " ids at or after " + bound + " (" + boundary + "), so they are not UUIDv7 ids of the"
-                        + " past. A partitioned outbox files every row by the time in its UUIDv7 event id: leave"
-                        + " event ids to txoutbox (or give UUIDv7s), and keep the plain table with batched-delete"
-                        + " retention until those rows are gone", e, false);
-            }
-        }
-    }
-
-    private void swap(Connection c, String check, UUID bound) throws SQLException {
-        String legacy = table + "_legacy";
-        withLockRetries(c, st -> {
-            st.execute("LOCK TABLE " + parent + " IN ACCESS EXCLUSIVE MODE");
-            List<String[]> indexes = indexes(c);
-            String pkName = primaryKeyName(c);
-            String owner = owner(c);
-            String sequence = sequence(c, parent);
-            List<String> grants = grants(c, parent, "TABLE " + parent);
-            List<String> sequenceGrants = sequence == null ? List.of() : grants(c, sequence, "SEQUENCE %s");
-            st.execute("ALTER TABLE " + parent + " RENAME TO " + Identifiers.quote(legacy));
-            String qualifiedLegacy = qualified(legacy);
-            if (sequence != null) {
-                st.execute("ALTER SEQUENCE " + sequence + " RENAME TO " + Identifiers.quote(legacy + "_id_seq"));
-            }
-            st.execute("ALTER TABLE " + qualifiedLegacy + " RENAME CONSTRAINT " + Identifiers.quote(pkName)
-                    + " TO " + Identifiers.quote(legacyName(pkName, 0)));
-            for (int i = 0; i < indexes.size(); i++) {
-                st.execute("ALTER INDEX " + qualified(indexes.get(i)[0]) + " RENAME TO "
-                        + Identifiers.quote(legacyName(indexes.get(i)[0], i + 1)));
-            }
-            st.execute("CREATE TABLE " + parent + " (LIKE " + qualifiedLegacy + " INCLUDING DEFAULTS"
-                    + " INCLUDING IDENTITY INCLUDING GENERATED INCLUDING CONSTRAINTS INCLUDING STORAGE"
-                    + " INCLUDING COMMENTS) PARTITION BY RANGE (event_id)");
-            st.execute("ALTER TABLE " + parent + " DROP CONSTRAINT " + Identifiers.quote(check));
-            st.execute("ALTER TABLE " + parent + " ADD CONSTRAINT " + Identifiers.quote(pkName)
-                    + " PRIMARY KEY (event_id)");
-            for (String[] index : indexes) {
-                st.execute(indexOnParent(index[0], index[1]));
-            }
-            st.execute("ALTER TABLE " + parent + " OWNER TO " + owner);
-            for (String grant : grants) {
-                st.execute(grant);
-            }
-            String newSequence = sequence(c, parent);
-            for (String grant : sequenceGrants) {
-                st.execute(String.format(grant, newSequence));
-            }
-            st.execute("ALTER TABLE " + parent + " ATTACH PARTITION " + qualifiedLegacy
-                    + " FOR VALUES FROM (MINVALUE) TO ('" + bound + "')");
-            st.execute("ALTER TABLE " + qualifiedLegacy + " DROP CONSTRAINT " + Identifiers.quote(check));
-            st.execute("CREATE TABLE " + qualifiedDefaultPartition() + " PARTITION OF " + parent + " DEFAULT");
-            st.execute("SELECT setval(pg_get_serial_sequence('" + parent.replace("'", "''") + "', 'id'),"
-                    + " s.last_value, s.is_called) FROM " + qualified(legacy + "_id_seq") + " s");
-            st.execute("COMMENT ON TABLE " + parent + " IS 'txoutbox outbox, partitioned by "
-                    + partitioning.period().name().toLowerCase() + " of event_id (UUIDv7). Shards: "
-                    + schema.shards() + ".'");
-        });
-    }
-
-    /** {name, definition} of the table's indexes other than the primary key's. */
-    private List<String[]> indexes(Connection c) throws SQLException {
-        List<String[]> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT ic.relname, pg_get_indexdef(i.indexrelid)"
-                + " FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid WHERE i.indrelid = ?::regclass"
-                + " AND NOT i.indisprimary ORDER BY ic.relname")) {
-            ps.setString(1, parent);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.add(new String[] {rs.getString(1), rs.getString(2)});
-                }
-            }
-        }
-        return out;
-    }
-
-    private String indexOnParent(String name, String definition) {
-        Matcher m = INDEX_DEF.matcher(definition);
-        if (!m.matches()) {
-            throw new OutboxException("cannot re-create index " + name + " on the partitioned " + schema
-                    + ": unexpected definition " + definition, null, false);
-        }
-        if (m.group(1) != null && !definition.contains("event_id")) {
-            throw new OutboxException("the unique index " + name + " of " + schema + " does not contain event_id;"
-                    + " a partitioned table allows unique indexes only with the partition key: drop it, or keep"
-                    + " the plain table", null, false);
-        }
-        return "CREATE " + (m.group(1) == null ? "" : m.group(1)) + "INDEX " + Identifiers.quote(name) + " ON "
-                + parent + " " + m.group(2);
-    }
-
-    private String primaryKeyName(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT conname FROM pg_constraint WHERE conrelid ="
-                + " ?::regclass AND contype = 'p'")) {
-            ps.setString(1, parent);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new OutboxException(schema + " has no primary key: is it a txoutbox table? Run"
-                            + " OutboxSchema.migrate without partitioning first", null, false);
-                }
-                return rs.getString(1);
-            }
-        }
+        return new PartitionConversion(schema).run(c, now, true);
     }
 
     /**
-     * GRANT statements that give {@code target} the privileges {@code relation} has (the writer role's INSERT on the
-     * table, the retention's SELECT on the id sequence); {@code target} may hold a {@code %s} for a name known later.
+     * Finishes a conversion that a failed or killed process left between its steps (relay start, retention): nothing
+     * when none was started, or when another session is converting the table right now.
+     *
+     * @return whether this call changed the table
      */
-    private static List<String> grants(Connection c, String relation, String target) throws SQLException {
-        List<String> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC'"
-                + " ELSE quote_ident(pg_get_userbyid(a.grantee)) END, a.privilege_type, a.is_grantable"
-                + " FROM pg_class t, aclexplode(t.relacl) a WHERE t.oid = ?::regclass AND a.grantee <> t.relowner")) {
-            ps.setString(1, relation);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.add("GRANT " + rs.getString(2) + " ON " + target + " TO " + rs.getString(1)
-                            + (rs.getBoolean(3) ? " WITH GRANT OPTION" : ""));
+    public boolean finishConversion(Connection c, Instant now) {
+        PartitionConversion conversion = new PartitionConversion(schema);
+        try {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                if (!conversion.inProgress(c)) {
+                    return false;
                 }
+            } finally {
+                c.setAutoCommit(autoCommit);
             }
+        } catch (SQLException e) {
+            PartitionConversion.rollbackQuietly(c);
+            throw new OutboxException("reading whether a conversion of " + schema + " is unfinished failed: "
+                    + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e, SqlErrors.isRetriable(e));
         }
-        return out;
-    }
-
-    /** The table's owner, quoted: the parent gets the same (and with it its identity sequence). */
-    private String owner(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT quote_ident(pg_get_userbyid(relowner)) FROM pg_class"
-                + " WHERE oid = ?::regclass")) {
-            ps.setString(1, parent);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getString(1);
-            }
-        }
-    }
-
-    private static String sequence(Connection c, String relation) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_serial_sequence(?, 'id')")) {
-            ps.setString(1, relation);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getString(1);
-            }
-        }
-    }
-
-    /** {@code outbox_event_pending} becomes {@code outbox_event_legacy_pending}; too long a name gets a number. */
-    private String legacyName(String name, int n) {
-        String renamed = name.startsWith(table + "_") ? table + "_legacy_" + name.substring(table.length() + 1)
-                : name + "_legacy";
-        return renamed.length() <= 63 ? renamed : table + "_legacy_" + n;
+        return conversion.run(c, now, false);
     }
 
     // ----------------------------------------------------------------------------------------------- maintenance
@@ -398,8 +188,17 @@ public final class PartitionedOutbox {
             int maxMovedRows) throws SQLException {
         if (!isPartitioned(c, schema)) {
             c.commit();
-            throw new OutboxException(schema + " is configured as partitioned but the table is not: run"
-                    + " OutboxSchema.migrate with the same configuration first (it converts the table)", null, false);
+            boolean unfinished = new PartitionConversion(schema).inProgress(c);
+            if (unfinished) {
+                finishConversion(c, now);
+            }
+            if (!isPartitioned(c, schema)) {
+                c.commit();
+                throw new OutboxException(unfinished ? "another session is converting " + schema + " into a"
+                        + " partitioned table; the next run maintains it" : schema + " is configured as partitioned"
+                        + " but the table is not: run OutboxSchema.migrate with the same configuration first (it"
+                        + " converts the table)", null, unfinished);
+            }
         }
         c.commit();
         List<String> kept = new ArrayList<>();
@@ -546,52 +345,8 @@ public final class PartitionedOutbox {
 
     // ------------------------------------------------------------------------------------------------- plumbing
 
-    private interface Work {
-        void run(Statement st) throws SQLException;
-    }
-
-    /** Runs {@code work} in one transaction with a 1 s lock_timeout, retried on lock timeouts. */
-    private void withLockRetries(Connection c, Work work) throws SQLException {
-        for (int attempt = 1; ; attempt++) {
-            try (Statement st = c.createStatement()) {
-                st.execute("SET LOCAL lock_timeout = '1s'");
-                work.run(st);
-                c.commit();
-                return;
-            } catch (SQLException e) {
-                rollbackQuietly(c);
-                if (!"55P03".equals(e.getSQLState()) || attempt == LOCK_ATTEMPTS) {
-                    throw e;
-                }
-                log.info("txoutbox-partitions: {} is busy (lock timeout), attempt {} of {}", schema, attempt,
-                        LOCK_ATTEMPTS);
-            }
-        }
-    }
-
-    private void advisoryLock(Connection c, boolean lock) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(lock ? "SELECT pg_advisory_lock(?, ?)"
-                : "SELECT pg_advisory_unlock(?, ?)")) {
-            if (!lock) {
-                rollbackQuietly(c);
-            }
-            ps.setInt(1, LOCK_NAMESPACE);
-            ps.setInt(2, (schema.schema() + "." + table).hashCode());
-            ps.execute();
-            c.commit();
-        }
-    }
-
     private String qualified(String name) {
         return Identifiers.quote(schema.schema()) + "." + Identifiers.quote(name);
-    }
-
-    private static void restore(Connection c, boolean autoCommit) {
-        try {
-            c.setAutoCommit(autoCommit);
-        } catch (SQLException ignored) {
-            // the connection is broken; the caller finds out
-        }
     }
 
     private static void rollbackQuietly(Connection c) {

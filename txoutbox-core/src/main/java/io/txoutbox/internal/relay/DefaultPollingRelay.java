@@ -3,8 +3,12 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.OutboxException;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -112,6 +116,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             return this;
         }
         log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        finishPartitionConversion();
         relayListener.relayStarted(config);
         membership.start();
         for (Lane lane : lanes) {
@@ -125,6 +130,26 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             listener.start();
         }
         return this;
+    }
+
+    /**
+     * A conversion to the partitioned table that a failed or killed migrate left between its steps is finished here:
+     * the table works meanwhile, so a relay that may not change it (no privilege) warns once and starts anyway.
+     */
+    private void finishPartitionConversion() {
+        if (!config.schema().isPartitioned()) {
+            return;
+        }
+        try (Connection c = dataSource.getConnection()) {
+            if (new PartitionedOutbox(config.schema()).finishConversion(c, Instant.now())) {
+                log.info("txoutbox-relay {}: finished the conversion of {} into a partitioned table", config.name(),
+                        config.schema());
+            }
+        } catch (SQLException | RuntimeException e) {
+            log.warn("txoutbox-relay {}: could not finish the unfinished conversion of {} into a partitioned table"
+                    + " ({}); the table works meanwhile, run OutboxSchema.migrate as the table's owner to finish it",
+                    config.name(), config.schema(), e.getMessage());
+        }
     }
 
     @Override
