@@ -31,13 +31,19 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. */
+/**
+ * The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. Subclasses run the same
+ * scenarios with other session defaults for txoutbox's own connections ({@link #sessions}).
+ */
+@Tag("pg-version")
 class PollingRelayInMemoryIT {
 
     @RegisterExtension
@@ -46,6 +52,7 @@ class PollingRelayInMemoryIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     private TestDatabase db;
+    private DataSource sessions;
     private OutboxSchema schema;
     private Outbox outbox;
     private InMemoryTransport transport;
@@ -54,11 +61,17 @@ class PollingRelayInMemoryIT {
     @BeforeEach
     void setUp(TestInfo info) {
         db = postgres.database();
+        sessions = sessions(db);
         String name = info.getTestMethod().orElseThrow().getName();
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("ob_" + Math.abs(name.hashCode())).shards(8)
                 .build();
-        schema.migrate(db.dataSource());
+        schema.migrate(sessions);
         transport = new InMemoryTransport();
+    }
+
+    /** Where the relay, the admin and the migration take their connections (the writers use the test database's). */
+    DataSource sessions(TestDatabase db) {
+        return db.dataSource();
     }
 
     @AfterEach
@@ -67,7 +80,7 @@ class PollingRelayInMemoryIT {
     }
 
     private PollingRelay.Builder relay() {
-        return PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport).lanes(2)
+        return PollingRelay.builder().dataSource(sessions).schema(schema).transport(transport).lanes(2)
                 .batchSize(100).pollInterval(Duration.ofMillis(50))
                 .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(50), Duration.ofMillis(200)));
     }
@@ -109,7 +122,7 @@ class PollingRelayInMemoryIT {
             c.rollback();
         }
         transport.awaitDelivered(committed, WAIT);
-        await().atMost(WAIT).until(() -> OutboxAdmin.create(db.dataSource(), schema).pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxAdmin.create(sessions, schema).pendingCount() == 0);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).containsExactly(committed)
                 .doesNotContain(rolledBack);
         OutboxRecord r = transport.delivered().get(0);
@@ -208,8 +221,8 @@ class PollingRelayInMemoryIT {
             transport.awaitDelivered(ids.get(0), WAIT);
         }
         poisonFails.remove();
-        try (Connection c = db.connect(); var st = c.prepareStatement("UPDATE " + schema.qualifiedOutboxTable()
-                + " SET state = 'PENDING', next_attempt_at = NULL WHERE event_id = ?")) {
+        try (Connection c = db.connect();
+                var st = c.prepareStatement("UPDATE " + schema.qualifiedOutboxTable() + " SET state = 'PENDING', next_attempt_at = NULL WHERE event_id = ?")) {
             st.setObject(1, poison);
             assertThat(st.executeUpdate()).isEqualTo(1);
         }
@@ -250,7 +263,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"), event("k2", "E2"));
         transport.awaitDelivered(r -> "k2".equals(r.key()), 2, WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         OutboxAdmin.ParkedKey parked = admin.parkedKeys(10).get(0);
         assertThat(parked.key()).isEqualTo("k1");
@@ -281,7 +294,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"));
         start(relay().lanes(1));
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         transport.awaitDelivered(ids.get(0), WAIT);
         transport.awaitDelivered(ids.get(3), WAIT);
@@ -295,7 +308,7 @@ class PollingRelayInMemoryIT {
         outbox = outbox(relay);
         transport.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
         List<UUID> ids = write(outbox, event("k1", "Poison"), event("k1", "E2"));
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.skip(ids.get(0))).isTrue();
         transport.awaitDelivered(ids.get(1), WAIT);
@@ -318,7 +331,7 @@ class PollingRelayInMemoryIT {
                 .containsKey("dlt-exception").containsKey("dlt-reason");
         assertThat(DeliveredEvents.of(transport.delivered("orders")).eventTypesOfKey("k1"))
                 .containsExactly("E1", "E3");
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         assertThat(admin.deadEvents(10)).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(1));
         await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 1);
     }
@@ -331,7 +344,7 @@ class PollingRelayInMemoryIT {
         transport.failWhen(r -> r.eventType().equals("Flaky"), SendResult.Kind.RETRIABLE);
         List<UUID> ids = write(outbox, event("k1", "Flaky"), event("k1", "After"), event("k2", "Fine"));
         transport.awaitDelivered(ids.get(2), WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.parkedKeys(10).get(0).attempts()).isEqualTo(3);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).doesNotContain(ids.get(1));
@@ -347,7 +360,7 @@ class PollingRelayInMemoryIT {
         for (int i = 0; i < 20; i++) {
             ids.addAll(write(outbox, event("k" + (i % 4), "E" + i)));
         }
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
         // the outage is visible on the rows, and nothing is parked even with maxAttempts=2
         await().atMost(WAIT).until(() -> db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
                 + " WHERE last_error LIKE 'transport unavailable%' AND next_attempt_at IS NOT NULL") >= 2);

@@ -5,6 +5,7 @@ import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import io.txoutbox.internal.StatusSql;
 import java.sql.Connection;
@@ -40,7 +41,7 @@ public final class DefaultInboxAdmin implements InboxAdmin {
     }
 
     private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             c.setAutoCommit(false);
             try {
                 T result = work.run(c);

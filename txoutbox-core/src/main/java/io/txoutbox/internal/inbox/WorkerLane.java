@@ -6,6 +6,7 @@ import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -54,6 +55,8 @@ final class WorkerLane implements Runnable {
 
     private volatile boolean stopping;
     private Connection connection;
+    /** The isolation level the connection had before the lane pinned READ COMMITTED. */
+    private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private boolean owner;
     private long errorBackoffMs;
     private String standbyReason;
@@ -136,6 +139,8 @@ final class WorkerLane implements Runnable {
         if (connection == null) {
             connection = dataSource.getConnection();
             connection.setAutoCommit(true);
+            // like every txoutbox session; the handler's effects share the batch's transaction, so they run at it too
+            isolation = ReadCommitted.pin(connection);
             try (Statement st = connection.createStatement()) {
                 st.execute("SET plan_cache_mode = force_custom_plan");
                 st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
@@ -191,6 +196,7 @@ final class WorkerLane implements Runnable {
                 st.execute("SELECT pg_advisory_unlock_all()");
                 st.execute("RESET ALL");
             }
+            ReadCommitted.restore(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-inbox {}: could not reset connection: {}", laneId, e.toString());
         } finally {

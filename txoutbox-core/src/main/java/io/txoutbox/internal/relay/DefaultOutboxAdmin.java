@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -89,7 +90,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     }
 
     private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             c.setAutoCommit(false);
             try {
                 T result = work.run(c);

@@ -2,6 +2,7 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxReplay;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
@@ -66,7 +67,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     @Override
     public Result run() {
         long started = System.nanoTime();
-        try (Connection c = b.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(b.dataSource())) {
             c.setAutoCommit(true);
             long lockKey = lockKey();
             if (!tryLock(c, lockKey)) {
@@ -302,7 +303,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public Result progress() {
-        try (Connection c = b.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(b.dataSource())) {
             Checkpoint cp = read(c);
             return cp == null ? null : cp.result(cp.finished, Duration.ZERO);
         } catch (SQLException e) {
@@ -313,7 +314,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public void reset() {
-        try (Connection c = b.dataSource().getConnection();
+        try (Connection c = ReadCommitted.open(b.dataSource());
                 PreparedStatement ps = c.prepareStatement("DELETE FROM " + checkpoints + " WHERE name = ?")) {
             ps.setString(1, b.name());
             ps.executeUpdate();

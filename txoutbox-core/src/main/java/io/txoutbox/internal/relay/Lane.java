@@ -57,6 +57,8 @@ final class Lane implements Runnable {
     private volatile boolean stopping;
     private volatile long nudgedAt = System.nanoTime() - NUDGE_WINDOW_NANOS * 2;
     private Connection connection;
+    /** The isolation level the connection had before the lane pinned READ COMMITTED. */
+    private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private volatile boolean owner;
     private CompletableFuture<List<SendResult>> unfinished;
     private long outageBackoffMs;
@@ -237,7 +239,7 @@ final class Lane implements Runnable {
             if (connection == null) {
                 connection = dataSource.getConnection();
                 connection.setAutoCommit(true);
-                LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
+                isolation = LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
             }
             LaneLock.Result lock = LaneLock.tryAcquire(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
                     sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()), sql.otherLaneCounts(),
@@ -306,7 +308,7 @@ final class Lane implements Runnable {
             return;
         }
         try {
-            LaneSession.reset(c);
+            LaneSession.reset(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-relay {}: could not reset connection: {}", laneId, e.toString());
         } finally {

@@ -1,6 +1,7 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.ReadCommitted;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -22,7 +23,9 @@ final class LaneSession {
     private LaneSession() {
     }
 
-    static void configure(Connection c, RelayConfig config, String role) throws SQLException {
+    /** Returns the isolation level the connection had, for {@link #reset}. */
+    static int configure(Connection c, RelayConfig config, String role) throws SQLException {
+        int isolation = ReadCommitted.pin(c);
         long lease = config.leaseTimeout().toMillis();
         try (Statement st = c.createStatement()) {
             st.execute("SET statement_timeout = " + config.statementTimeout().toMillis());
@@ -42,9 +45,11 @@ final class LaneSession {
         // the client side of the lease: a frozen network must not hang a statement for longer
         c.setNetworkTimeout(DIRECT, (int) Math.min(Integer.MAX_VALUE,
                 config.statementTimeout().toMillis() + lease));
+        return isolation;
     }
 
-    static void reset(Connection c) throws SQLException {
+    /** Ends what the session holds and gives back the settings it had, {@code isolation} from {@link #configure}. */
+    static void reset(Connection c, int isolation) throws SQLException {
         if (!c.getAutoCommit()) {
             c.rollback();
             c.setAutoCommit(true);
@@ -53,6 +58,7 @@ final class LaneSession {
             st.execute("SELECT pg_advisory_unlock_all()");
             st.execute("RESET ALL");
         }
+        ReadCommitted.restore(c, isolation);
         c.setNetworkTimeout(DIRECT, 0);
     }
 }

@@ -3,6 +3,7 @@ package io.txoutbox.internal.retention;
 import io.txoutbox.InboxAdmin;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxRetention;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.sql.Connection;
@@ -122,7 +123,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         Walk walk = new Walk();
         var cutoffTs = cutoff.atOffset(ZoneOffset.UTC);
         int batchSize = config.batchSize();
-        try (Connection c = config.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(config.dataSource())) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
