@@ -53,6 +53,8 @@ class PollingRelayInMemoryIT {
 
     private TestDatabase db;
     private DataSource sessions;
+    private DataSource relaySessions;
+    private DataSource adminSessions;
     private OutboxSchema schema;
     private Outbox outbox;
     private InMemoryTransport transport;
@@ -66,6 +68,8 @@ class PollingRelayInMemoryIT {
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("ob_" + Math.abs(name.hashCode())).shards(8)
                 .build();
         schema.migrate(sessions);
+        relaySessions = relaySessions(db, schema);
+        adminSessions = adminSessions(db, schema);
         transport = new InMemoryTransport();
     }
 
@@ -74,13 +78,23 @@ class PollingRelayInMemoryIT {
         return db.dataSource();
     }
 
+    /** Where the relay takes its connections, once the table exists; by default {@link #sessions}. */
+    DataSource relaySessions(TestDatabase db, OutboxSchema schema) {
+        return sessions;
+    }
+
+    /** Where {@code OutboxAdmin} takes its connections, once the table exists; by default {@link #sessions}. */
+    DataSource adminSessions(TestDatabase db, OutboxSchema schema) {
+        return sessions;
+    }
+
     @AfterEach
     void tearDown() {
         relays.forEach(PollingRelay::close);
     }
 
     private PollingRelay.Builder relay() {
-        return PollingRelay.builder().dataSource(sessions).schema(schema).transport(transport).lanes(2)
+        return PollingRelay.builder().dataSource(relaySessions).schema(schema).transport(transport).lanes(2)
                 .batchSize(100).pollInterval(Duration.ofMillis(50))
                 .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(50), Duration.ofMillis(200)));
     }
@@ -122,7 +136,7 @@ class PollingRelayInMemoryIT {
             c.rollback();
         }
         transport.awaitDelivered(committed, WAIT);
-        await().atMost(WAIT).until(() -> OutboxAdmin.create(sessions, schema).pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxAdmin.create(adminSessions, schema).pendingCount() == 0);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).containsExactly(committed)
                 .doesNotContain(rolledBack);
         OutboxRecord r = transport.delivered().get(0);
@@ -263,7 +277,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"), event("k2", "E2"));
         transport.awaitDelivered(r -> "k2".equals(r.key()), 2, WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         OutboxAdmin.ParkedKey parked = admin.parkedKeys(10).get(0);
         assertThat(parked.key()).isEqualTo("k1");
@@ -294,7 +308,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"));
         start(relay().lanes(1));
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         transport.awaitDelivered(ids.get(0), WAIT);
         transport.awaitDelivered(ids.get(3), WAIT);
@@ -308,7 +322,7 @@ class PollingRelayInMemoryIT {
         outbox = outbox(relay);
         transport.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
         List<UUID> ids = write(outbox, event("k1", "Poison"), event("k1", "E2"));
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.skip(ids.get(0))).isTrue();
         transport.awaitDelivered(ids.get(1), WAIT);
@@ -331,7 +345,7 @@ class PollingRelayInMemoryIT {
                 .containsKey("dlt-exception").containsKey("dlt-reason");
         assertThat(DeliveredEvents.of(transport.delivered("orders")).eventTypesOfKey("k1"))
                 .containsExactly("E1", "E3");
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         assertThat(admin.deadEvents(10)).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(1));
         await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 1);
     }
@@ -344,7 +358,7 @@ class PollingRelayInMemoryIT {
         transport.failWhen(r -> r.eventType().equals("Flaky"), SendResult.Kind.RETRIABLE);
         List<UUID> ids = write(outbox, event("k1", "Flaky"), event("k1", "After"), event("k2", "Fine"));
         transport.awaitDelivered(ids.get(2), WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.parkedKeys(10).get(0).attempts()).isEqualTo(3);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).doesNotContain(ids.get(1));
@@ -360,7 +374,7 @@ class PollingRelayInMemoryIT {
         for (int i = 0; i < 20; i++) {
             ids.addAll(write(outbox, event("k" + (i % 4), "E" + i)));
         }
-        OutboxAdmin admin = OutboxAdmin.create(sessions, schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         // the outage is visible on the rows, and nothing is parked even with maxAttempts=2
         await().atMost(WAIT).until(() -> db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
                 + " WHERE last_error LIKE 'transport unavailable%' AND next_attempt_at IS NOT NULL") >= 2);

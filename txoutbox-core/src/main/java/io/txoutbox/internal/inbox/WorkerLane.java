@@ -6,6 +6,7 @@ import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
@@ -52,6 +53,8 @@ final class WorkerLane implements Runnable {
     private final InboxCounters counters;
     private final InboxListener listener;
     private final Semaphore wake = new Semaphore(0);
+    /** Told when the lane meets "permission denied" (42501): the worker stops. */
+    private final java.util.function.Consumer<Throwable> denied;
 
     private volatile boolean stopping;
     private Connection connection;
@@ -62,8 +65,9 @@ final class WorkerLane implements Runnable {
     private String standbyReason;
 
     WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
-            InboxListener listener) {
+            InboxListener listener, java.util.function.Consumer<Throwable> denied) {
         this.config = config;
+        this.denied = denied;
         this.index = index;
         this.laneId = config.name() + "-" + index;
         this.dataSource = dataSource;
@@ -116,6 +120,14 @@ final class WorkerLane implements Runnable {
                     stopping = true;
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (Privileges.isDenied(t)) {
+                        // not worth a retry: the next cycle meets the same missing grant (the worker says which)
+                        log.error("txoutbox-inbox {}: permission denied, the lane stops: {}", laneId, t.toString());
+                        releaseConnection();
+                        stopping = true;
+                        denied.accept(t);
+                        continue;
+                    }
                     listener.loopFailed(t);
                     log.error("txoutbox-inbox {}: batch failed, reconnecting (its rows stay pending): {}", laneId,
                             t.toString(), t);

@@ -62,7 +62,10 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                     // application_name: "txoutbox-relay <lane id> <instance id>"
                     String app = rs.getString(2);
                     String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
-                    out.add(new LaneOwner(rs.getInt(1), instance, rs.getTimestamp(3).toInstant(),
+                    // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
+                    // pg_read_all_stats) sees their application_name but not their times
+                    out.add(new LaneOwner(rs.getInt(1), instance,
+                            rs.getTimestamp(3) == null ? null : rs.getTimestamp(3).toInstant(),
                             rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
                 }
             }

@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
@@ -86,6 +87,9 @@ final class Lane implements Runnable {
         boolean mustRelease(int laneIndex);
 
         String instanceId();
+
+        /** The lane met "permission denied" (SQLState 42501): retrying cannot help, the relay stops. */
+        void denied(Throwable cause);
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
@@ -204,6 +208,14 @@ final class Lane implements Runnable {
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (Privileges.isDenied(t)) {
+                        // not worth a retry: the next cycle meets the same missing grant (the relay says which)
+                        log.error("txoutbox-relay {}: permission denied, the lane stops: {}", laneId, t.toString());
+                        dropConnection();
+                        stopping = true;
+                        governor.denied(t);
+                        continue;
+                    }
                     listener.loopFailed(t);
                     log.error("txoutbox-relay {}: batch failed, reconnecting: {}", laneId, t.toString(), t);
                     dropConnection();
