@@ -773,9 +773,12 @@ final class Lane implements Runnable {
         }
     }
 
-    /** The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x) or the connection broke. */
+    /**
+     * The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x; on 17+ the transaction timeout,
+     * 25P04) or the connection broke.
+     */
     static boolean isSessionLost(SQLException e) {
         String state = e.getSQLState();
-        return state != null && (state.startsWith("08") || state.startsWith("57P"));
+        return state != null && (state.startsWith("08") || state.startsWith("57P") || state.equals("25P04"));
     }
 }

@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.ReadCommitted;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.Executor;
@@ -32,6 +33,11 @@ final class LaneSession {
             st.execute("SET lock_timeout = " + config.lockTimeout().toMillis());
             st.execute("SET idle_in_transaction_session_timeout = "
                     + Math.min(config.transactionTimeout().toMillis(), lease));
+            if (serverVersionNum(st) >= 170_000) {
+                // PostgreSQL 17+: a bound on the whole transaction, also one busy with several statements that each
+                // stay under statement_timeout (earlier versions bound only each statement and each idle gap)
+                st.execute("SET transaction_timeout = " + config.transactionTimeout().toMillis());
+            }
             st.execute("SET idle_session_timeout = " + lease);
             st.execute("SET tcp_keepalives_idle = " + Math.max(1, lease / 3000));
             st.execute("SET tcp_keepalives_interval = 1");
@@ -46,6 +52,13 @@ final class LaneSession {
         c.setNetworkTimeout(DIRECT, (int) Math.min(Integer.MAX_VALUE,
                 config.statementTimeout().toMillis() + lease));
         return isolation;
+    }
+
+    static int serverVersionNum(Statement st) throws SQLException {
+        try (ResultSet rs = st.executeQuery("SHOW server_version_num")) {
+            rs.next();
+            return Integer.parseInt(rs.getString(1));
+        }
     }
 
     /** Ends what the session holds and gives back the settings it had, {@code isolation} from {@link #configure}. */
