@@ -9,6 +9,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The client-side check must accept exactly what PostgreSQL's jsonb accepts (apart from the documented depth limit):
  * a hand-picked corpus of edge cases plus random mutations of valid documents, each sent to both.
  */
+@Tag("pg-version")
 class JsonSyntaxAgreesWithPostgresIT {
 
     @RegisterExtension

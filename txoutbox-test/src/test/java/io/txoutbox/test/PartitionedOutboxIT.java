@@ -41,6 +41,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -49,6 +50,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The time-partitioned outbox against a real PostgreSQL: a simulated month (the retention's clock is injected, event
  * ids carry the simulated time), conversion of an existing table, and the default partition as the safety net.
  */
+@Tag("pg-version")
 class PartitionedOutboxIT {
 
     @RegisterExtension

@@ -2,10 +2,14 @@ package io.txoutbox.testing.postgres;
 
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Properties;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
@@ -13,8 +17,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The PostgreSQL server that tests run against: the one named by {@code TXOUTBOX_TEST_JDBC_URL} (with
- * {@code TXOUTBOX_TEST_JDBC_USER} / {@code TXOUTBOX_TEST_JDBC_PASSWORD}), else an embedded PostgreSQL 15 started once
+ * {@code TXOUTBOX_TEST_JDBC_USER} / {@code TXOUTBOX_TEST_JDBC_PASSWORD}), else an embedded PostgreSQL started once
  * per JVM with {@code synchronous_commit=on} and {@code wal_level=logical}.
+ *
+ * <p>The embedded server's major version is {@value #DEFAULT_VERSION} unless the system property
+ * {@value #VERSION_PROPERTY} names another supported one ({@link #SUPPORTED_VERSIONS}); Maven passes
+ * {@code -Dtxoutbox.test.postgres.version=17} on to the test JVMs. The binaries of the other majors are resources of
+ * this module (unpacked from zonky's jars at build time), so one classpath serves all of them.
  *
  * <p>Tests never share state through it: {@link TestDatabase} gives each test class its own schema.
  */
@@ -23,6 +32,12 @@ public final class TestPostgres implements AutoCloseable {
     public static final String ENV_JDBC_URL = "TXOUTBOX_TEST_JDBC_URL";
     public static final String ENV_JDBC_USER = "TXOUTBOX_TEST_JDBC_USER";
     public static final String ENV_JDBC_PASSWORD = "TXOUTBOX_TEST_JDBC_PASSWORD";
+
+    /** System property choosing the embedded server's major version. */
+    public static final String VERSION_PROPERTY = "txoutbox.test.postgres.version";
+    public static final String DEFAULT_VERSION = "15";
+    public static final List<String> SUPPORTED_VERSIONS = List.of("15", "16", "17", "18");
+    private static final String BINARIES = "/io/txoutbox/testing/postgres/binaries/";
 
     private static final Logger log = LoggerFactory.getLogger(TestPostgres.class);
     private static volatile TestPostgres shared;
@@ -70,14 +85,15 @@ public final class TestPostgres implements AutoCloseable {
 
     /** Starts a new private embedded PostgreSQL (for tests that must stop or restart the server). */
     public static TestPostgres startEmbedded() {
-        return startEmbedded(java.util.Map.of());
+        return startEmbedded(Map.of());
     }
 
     /**
      * Starts a new private embedded PostgreSQL with server settings added to (or replacing) the usual ones, e.g.
      * {@code Map.of("track_commit_timestamp", "on")}.
      */
-    public static TestPostgres startEmbedded(java.util.Map<String, String> serverConfig) {
+    public static TestPostgres startEmbedded(Map<String, String> serverConfig) {
+        String version = embeddedVersion();
         try {
             long t0 = System.nanoTime();
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
@@ -91,14 +107,41 @@ public final class TestPostgres implements AutoCloseable {
                     .setServerConfig("shared_buffers", "256MB")
                     .setServerConfig("max_prepared_transactions", "0");
             serverConfig.forEach(builder::setServerConfig);
+            if (!version.equals(DEFAULT_VERSION)) {
+                builder.setPgBinaryResolver((system, hardware) -> binaries(version, system, hardware));
+            }
             EmbeddedPostgres pg = builder.start();
             String url = pg.getJdbcUrl("postgres", "postgres");
-            log.info("txoutbox-testing: embedded PostgreSQL started in {} ms at {}",
+            log.info("txoutbox-testing: embedded PostgreSQL {} started in {} ms at {}", version,
                     (System.nanoTime() - t0) / 1_000_000, url);
             return new TestPostgres(url, "postgres", "postgres", pg);
         } catch (IOException e) {
-            throw new UncheckedIOException("could not start embedded PostgreSQL", e);
+            throw new UncheckedIOException("could not start embedded PostgreSQL " + version, e);
         }
+    }
+
+    /** The major version an embedded server gets: {@value #VERSION_PROPERTY}, else {@value #DEFAULT_VERSION}. */
+    public static String embeddedVersion() {
+        String v = System.getProperty(VERSION_PROPERTY, "").trim();
+        if (v.isEmpty()) {
+            return DEFAULT_VERSION;
+        }
+        if (!SUPPORTED_VERSIONS.contains(v)) {
+            throw new IllegalArgumentException(VERSION_PROPERTY + " must be one of " + SUPPORTED_VERSIONS + ", was '"
+                    + v + "'");
+        }
+        return v;
+    }
+
+    private static InputStream binaries(String version, String system, String hardware) throws IOException {
+        String name = BINARIES + version + "/postgres-" + system.toLowerCase(Locale.ROOT) + "-"
+                + hardware.toLowerCase(Locale.ROOT) + ".txz";
+        InputStream in = TestPostgres.class.getResourceAsStream(name);
+        if (in == null) {
+            throw new IOException("no PostgreSQL " + version + " binaries for " + system + "/" + hardware + " at "
+                    + name + ": txoutbox-testing unpacks them at build time (maven-dependency-plugin, postgres-binaries)");
+        }
+        return in;
     }
 
     private static String envOr(String name, String fallback) {
