@@ -35,7 +35,8 @@ public final class Privileges {
                 return "DO $$ BEGIN EXECUTE format('GRANT " + String.join(", ", privileges)
                         + " ON DATABASE %I TO %I', current_database(), " + literal(role) + "); IF EXISTS (SELECT FROM"
                         + " pg_namespace WHERE nspname = " + literal(schema) + ") THEN EXECUTE format('GRANT USAGE,"
-                        + " CREATE ON SCHEMA %I TO %I', " + literal(schema) + ", " + literal(role) + "); END IF; END $$";
+                        + " CREATE ON SCHEMA %I TO %I', " + literal(schema) + ", " + literal(role)
+                        + "); END IF; END $$";
             }
             String cols = columns.isEmpty() ? "" : " (" + String.join(", ", columns) + ")";
             return "GRANT " + String.join(", ", privileges) + cols + " ON " + kind + " " + object + to;
@@ -234,6 +235,15 @@ public final class Privileges {
             }
         }
         return false;
+    }
+
+    /**
+     * For an error of a single call ({@code publish}, {@code receive}, an admin call): when it is "permission denied",
+     * which grants the role needs; else empty.
+     */
+    public static String hint(SQLException e, Component component) {
+        return isDenied(e) ? " The database role lacks a privilege: grant it what OutboxGrants.sql(schema, "
+                + component + ", role) lists." : "";
     }
 
     /**

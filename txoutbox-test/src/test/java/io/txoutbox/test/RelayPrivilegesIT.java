@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxHealth;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
@@ -137,5 +138,11 @@ class RelayPrivilegesIT {
         await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5))
                 .until(() -> relay.stats().lanesOwned() == 0 && loopFailures.get() <= 2);
         assertThat(lastLoopFailure.get()).hasMessageContaining(sequenceGrant(role[0]));
+        assertThat(relay.failure()).get().extracting(Throwable::getMessage).asString()
+                .contains(sequenceGrant(role[0]));
+        OutboxHealth.Result health = OutboxHealth.builder().dataSource(db.dataSource()).schema(schema).relay(relay)
+                .build().check();
+        assertThat(health.status()).isEqualTo(OutboxHealth.Status.DOWN);
+        assertThat(health.reasons()).anySatisfy(r -> assertThat(r).contains(sequenceGrant(role[0])));
     }
 }

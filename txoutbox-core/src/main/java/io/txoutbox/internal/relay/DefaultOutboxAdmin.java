@@ -2,7 +2,9 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
@@ -107,7 +109,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
             String hint = "42703".equals(e.getSQLState()) ? "; the outbox table is older than this version of"
                     + " txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)" : "";
             throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
-                    + hint, e, SqlErrors.isRetriable(e));
+                    + hint + Privileges.hint(e, OutboxGrants.Component.ADMIN), e, SqlErrors.isRetriable(e));
         }
     }
 

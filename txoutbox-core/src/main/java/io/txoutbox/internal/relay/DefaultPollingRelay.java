@@ -4,9 +4,9 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
-import io.txoutbox.spi.RelayListener;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -181,6 +181,8 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         for (Lane lane : lanes) {
             lane.stop();
         }
+        // and leave the membership, so that other instances take this one's share of the lanes
+        membership.close();
     }
 
     @Override
