@@ -162,8 +162,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return;
         }
         if (!missing.isEmpty()) {
-            throw new OutboxException(io.txoutbox.internal.Privileges.message("Kafka inbox consumer " + b.name
-                    + " cannot start", b.schema, component, missing), null, false);
+            throw new OutboxException(io.txoutbox.internal.Privileges.message("Kafka inbox consumer '" + b.name
+                    + "' cannot start", b.schema, component, missing), null, false);
         }
     }
 

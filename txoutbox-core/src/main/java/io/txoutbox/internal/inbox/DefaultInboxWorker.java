@@ -81,7 +81,7 @@ public final class DefaultInboxWorker implements InboxWorker {
             return;
         }
         if (!missing.isEmpty()) {
-            throw new OutboxException(Privileges.message("inbox worker " + config.name() + " cannot start",
+            throw new OutboxException(Privileges.message("inbox worker '" + config.name() + "' cannot start",
                     config.schema(), OutboxGrants.Component.INBOX_WORKER, missing), null, false);
         }
     }
@@ -98,8 +98,8 @@ public final class DefaultInboxWorker implements InboxWorker {
             log.debug("txoutbox-inbox {}: could not list the missing privileges: {}", config.name(), e.toString());
         }
         String message = missing.isEmpty()
-                ? "inbox worker " + config.name() + " stopped: " + cause.getMessage() + " (SQLState 42501)"
-                : Privileges.message("inbox worker " + config.name() + " stopped", config.schema(),
+                ? "inbox worker '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501)"
+                : Privileges.message("inbox worker '" + config.name() + "' stopped", config.schema(),
                         OutboxGrants.Component.INBOX_WORKER, missing);
         log.error("txoutbox-inbox {}: {}", config.name(), message);
         listener.loopFailed(new OutboxException(message, cause, false));

@@ -150,7 +150,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             return;
         }
         if (!missing.isEmpty()) {
-            throw new OutboxException(Privileges.message("relay " + config.name() + " cannot start", config.schema(),
+            throw new OutboxException(Privileges.message("relay '" + config.name() + "' cannot start", config.schema(),
                     OutboxGrants.Component.RELAY, missing), null, false);
         }
     }
@@ -168,9 +168,9 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             log.debug("txoutbox-relay {}: could not list the missing privileges: {}", config.name(), e.toString());
         }
         String message = missing.isEmpty()
-                ? "relay " + config.name() + " stopped: " + cause.getMessage() + " (SQLState 42501); grant the role "
+                ? "relay '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501); grant the role "
                         + "what OutboxGrants.sql(schema, RELAY, role) lists, then start a new relay"
-                : Privileges.message("relay " + config.name() + " stopped", config.schema(),
+                : Privileges.message("relay '" + config.name() + "' stopped", config.schema(),
                         OutboxGrants.Component.RELAY, missing) + "; then start a new relay";
         OutboxException e = new OutboxException(message, cause, false);
         if (!failure.compareAndSet(null, e)) {
