@@ -89,7 +89,10 @@ public interface Inbox {
      * Stores received messages in {@code inbox_event} for an {@link InboxWorker}, in the caller's transaction, with
      * one multi-row {@code INSERT … ON CONFLICT DO NOTHING} per {@value Outbox#MAX_ROWS_PER_STATEMENT} messages: a
      * message whose {@code (consumer, event_id)} is already there is dropped. Rows are numbered in list order, which is
-     * the order the worker processes one key's events in. Returns how many were new.
+     * the order the worker processes one key's events in. Returns how many were new. Keys and header values are
+     * stored byte for byte ({@link InboxMessage#keyBytes}, {@link InboxMessage#headerBytes}); a row the database
+     * refuses anyway (a constraint of your own, …) fails the call: roll back. {@code KafkaInboxConsumer} instead
+     * finds the refused row and stores it as {@code DEAD} with the reason, so one record never stalls a partition.
      */
     int receive(Connection connection, String consumer, List<InboxMessage> messages);
 

@@ -74,6 +74,7 @@ public interface InboxWorker extends AutoCloseable {
         private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private InboxListener listener = InboxListener.none();
+        private boolean logPartitionKeys = InboxWorkerConfig.DEFAULT_LOG_PARTITION_KEYS;
 
         private Builder() {
         }
@@ -141,6 +142,17 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
+        /**
+         * Write partition keys into log lines (default off: keys are often personal data, such as a customer id or an
+         * e-mail address). Off, a line shows the key's tag instead ({@code #} and 8 hex digits, the same for a key
+         * throughout one process, not reversible); the event id in the line leads to the key through
+         * {@link InboxAdmin}.
+         */
+        public Builder logPartitionKeys(boolean logPartitionKeys) {
+            this.logPartitionKeys = logPartitionKeys;
+            return this;
+        }
+
         /** Which handler exceptions fail an event at once, without retries; see {@link InboxHandler}. */
         public Builder permanentFailure(Predicate<Throwable> permanentFailure) {
             this.permanentFailure = permanentFailure;
@@ -164,7 +176,7 @@ public interface InboxWorker extends AutoCloseable {
                         + "processes rows through connections of its own");
             }
             InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
-                    batchSize, pollInterval, retry, failurePolicy, permanentFailure);
+                    batchSize, pollInterval, retry, failurePolicy, permanentFailure, logPartitionKeys);
             if (listener == null) {
                 throw new InvalidConfigurationException("inboxWorker.listener must not be null; leave it unset for "
                         + "none");

@@ -17,7 +17,8 @@ public record InboxWorkerConfig(
         Duration pollInterval,
         RetryPolicy retry,
         FailurePolicy failurePolicy,
-        Predicate<Throwable> permanentFailure) {
+        Predicate<Throwable> permanentFailure,
+        boolean logPartitionKeys) {
 
     /** The inbox table's fixed shard count (V2__inbox.sql); lanes split these. */
     public static final int INBOX_SHARDS = 64;
@@ -27,6 +28,8 @@ public record InboxWorkerConfig(
     public static final int MAX_BATCH_SIZE = 5_000;
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(500);
     public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.PARK_KEY;
+    /** Keys can be personal data: log lines show a per-process tag of the key unless this is turned on. */
+    public static final boolean DEFAULT_LOG_PARTITION_KEYS = false;
 
     public InboxWorkerConfig {
         Objects.requireNonNull(schema, "inboxWorker.schema must not be null");
@@ -71,6 +74,6 @@ public record InboxWorkerConfig(
         return "InboxWorkerConfig[schema=" + schema.schema() + ", consumer=" + consumer + ", name=" + name
                 + ", handlers=" + handlers.keySet() + (defaultHandler != null ? "+default" : "") + ", lanes=" + lanes
                 + ", batchSize=" + batchSize + ", pollInterval=" + pollInterval + ", retry=" + retry
-                + ", failurePolicy=" + failurePolicy + "]";
+                + ", failurePolicy=" + failurePolicy + ", logPartitionKeys=" + logPartitionKeys + "]";
     }
 }

@@ -5,7 +5,9 @@ import io.txoutbox.internal.relay.DefaultOutboxReplay;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -31,25 +33,88 @@ import javax.sql.DataSource;
  * name. A consumer that dedupes by event id skips them — to rebuild, consume under a new consumer name (or clear its
  * dedupe rows); a consumer that checks aggregate versions still sees them in order. Only {@code PUBLISHED} events are
  * replayed, up to the last id that existed when the replay was first started.
+ *
+ * <p><b>Events that are not published yet.</b> A range can hold events the relay has not published: a parked key's,
+ * one backing off, a batch in flight, or one whose transaction commits late (its id was drawn before the replay's
+ * start but it commits after). None is passed silently. First, every run waits until every id up to the range's end
+ * is settled (committed or rolled back) — the relay's claim-floor rule: the writer transactions that may still
+ * commit such ids are waited for. Then, at an event that is {@code PENDING} or {@code PARKED}, the replay does what
+ * {@link Builder#whenUnpublished} says: {@link WhenUnpublished#WAIT} (default) stops there and waits until the
+ * event is published (then replays it, in order), or dead or discarded (then reports it); after
+ * {@link Builder#waitTimeout} it returns {@link Outcome#WAIT_TIMED_OUT} with the event it waits for, and a later run
+ * of the same name resumes right there. {@link WhenUnpublished#REPORT} goes past such events and lists them in
+ * {@link Result#skippedEvents()}. Events that are final but were not published — dead ({@code DEAD}: dead-lettered,
+ * so the live consumers never got them on their topic either) or {@code DISCARDED} by an operator — are not replayed
+ * in either mode, and reported.
  */
 public interface OutboxReplay {
 
     /** The Kafka header (and {@code OutboxRecord} header) that marks a replayed record; its value is the name. */
     String REPLAY_HEADER = "txoutbox_replay";
 
+    /** A rebuilt read model must not miss events: by default a replay waits for the ones not published yet. */
+    WhenUnpublished DEFAULT_WHEN_UNPUBLISHED = WhenUnpublished.WAIT;
+    /** The longest a run waits for one event (or for the range's writers to settle) before it returns. */
+    Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(10);
+    /** How many skipped events a result lists one by one; {@link Result#skipped()} counts all of them. */
+    int MAX_REPORTED = 1_000;
+
+    /** What a replay does at an event of its range that is not published yet ({@code PENDING} or {@code PARKED}). */
+    enum WhenUnpublished {
+        /**
+         * Stop at the event and wait until it is final: published (it is replayed, in order) or dead or discarded (it
+         * is reported). Each wait is bounded by {@link Builder#waitTimeout}; when it runs out the run returns
+         * {@link Outcome#WAIT_TIMED_OUT} and the next run of the name resumes at that event.
+         */
+        WAIT,
+        /** Go past the event and report it in {@link Result#skippedEvents()}; the replay does not wait. */
+        REPORT
+    }
+
+    /** How a run ended. */
+    enum Outcome {
+        /** The whole range is through: every event was replayed or is reported. */
+        DONE,
+        /** {@link #stop()} or an interrupt ended the run; run again to resume. */
+        STOPPED,
+        /**
+         * An event stayed unpublished for {@link Builder#waitTimeout} ({@link Result#waitingFor()} says which), or
+         * writer transactions that may still commit ids in the range did not end in that time (waitingFor is null);
+         * the progress up to there is kept, run again to resume.
+         */
+        WAIT_TIMED_OUT
+    }
+
+    /** Why an event of the range was not replayed. */
+    enum SkipReason {
+        /** {@code PENDING} or {@code PARKED} when the replay went by ({@link WhenUnpublished#REPORT}). */
+        NOT_PUBLISHED,
+        /** Dead ({@code DEAD}): it went to the dead-letter topic, never to its own topic. */
+        DEAD,
+        /** An operator discarded it. */
+        DISCARDED,
+        /** The transport refused it for good (e.g. too large for the target topic). */
+        REFUSED
+    }
+
+    /** An event of the range that was not replayed: its ids, its state when the replay went by, and why. */
+    record Skipped(UUID eventId, long id, String topic, String state, SkipReason reason) {
+    }
+
     static Builder builder() {
         return new Builder();
     }
 
     /**
-     * Runs (or resumes) the replay until its range is through, the thread is interrupted, or {@link #stop()} is
-     * called; every page is checkpointed after the transport acknowledged it, so an interrupted replay resends at
-     * most one page when resumed. Throws {@link OutboxException} when another run of the same name is active, or the
+     * Runs (or resumes) the replay until its range is through, the thread is interrupted, {@link #stop()} is
+     * called, or a wait for an unpublished event runs out ({@link Result#outcome()} says which); every page is
+     * checkpointed after the transport acknowledged it, so an interrupted replay resends at most one page when
+     * resumed. Throws {@link OutboxException} when another run of the same name is active, or the
      * name was used with another filter.
      */
     Result run();
 
-    /** Asks a running {@link #run()} to stop after the page in flight (it returns a result with done = false). */
+    /** Asks a running {@link #run()} to stop after the page in flight, or its wait (it returns {@link Outcome#STOPPED}). */
     void stop();
 
     /** The replay's progress as stored, or null when it was never started. */
@@ -59,11 +124,18 @@ public interface OutboxReplay {
     void reset();
 
     /**
-     * What a run did, or the stored progress: events sent, events skipped because the transport refused them for
-     * good (each logged with its event id), the last outbox id sent, the end of the range, and whether it is done.
+     * What a run did, or the stored progress. {@code replayed} and {@code skipped} count the whole replay (all its
+     * runs, as stored); {@code skippedEvents} lists the events this run skipped, in id order, the first
+     * {@value #MAX_REPORTED} of them (each is also logged with its event id; the stored progress keeps the count
+     * only, so {@link #progress()} returns an empty list). {@code lastId} is the outbox id up to which the range is
+     * through, {@code upToId} its end; {@code waitingFor} is the event a timed-out wait was for. In the stored
+     * progress of a replay that is not done, {@code outcome} is null.
      */
-    record Result(String name, long replayed, long skipped, long lastId, long upToId, boolean done,
-            Duration elapsed) {
+    record Result(String name, long replayed, long skipped, List<Skipped> skippedEvents, long lastId, long upToId,
+            boolean done, Outcome outcome, Skipped waitingFor, Duration elapsed) {
+        public Result {
+            skippedEvents = List.copyOf(skippedEvents);
+        }
     }
 
     final class Builder {
@@ -84,6 +156,8 @@ public interface OutboxReplay {
         int batchSize = 1_000;
         Duration sendTimeout = Duration.ofSeconds(30);
         Duration retryBackoffMax = Duration.ofSeconds(5);
+        WhenUnpublished whenUnpublished = DEFAULT_WHEN_UNPUBLISHED;
+        Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
 
         private Builder() {
         }
@@ -169,6 +243,24 @@ public interface OutboxReplay {
             return this;
         }
 
+        /**
+         * What to do at an event of the range that is not published yet: {@link WhenUnpublished#WAIT} for it
+         * (default) or {@link WhenUnpublished#REPORT} it and go on.
+         */
+        public Builder whenUnpublished(WhenUnpublished whenUnpublished) {
+            this.whenUnpublished = whenUnpublished;
+            return this;
+        }
+
+        /**
+         * The longest one wait lasts — for an unpublished event, or for the writers that may still commit ids of the
+         * range (default 10 min); then the run returns {@link Outcome#WAIT_TIMED_OUT}, resumable.
+         */
+        public Builder waitTimeout(Duration waitTimeout) {
+            this.waitTimeout = waitTimeout;
+            return this;
+        }
+
         public OutboxReplay build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("replay.dataSource is required");
@@ -202,6 +294,12 @@ public interface OutboxReplay {
             }
             if (sendTimeout == null || sendTimeout.isNegative() || sendTimeout.isZero()) {
                 throw new InvalidConfigurationException("replay.sendTimeout must be > 0, was " + sendTimeout);
+            }
+            if (whenUnpublished == null) {
+                throw new InvalidConfigurationException("replay.whenUnpublished must not be null: WAIT or REPORT");
+            }
+            if (waitTimeout == null || waitTimeout.isNegative() || waitTimeout.isZero()) {
+                throw new InvalidConfigurationException("replay.waitTimeout must be > 0, was " + waitTimeout);
             }
             return new DefaultOutboxReplay(this);
         }
@@ -273,6 +371,14 @@ public interface OutboxReplay {
 
         public Duration retryBackoffMax() {
             return retryBackoffMax;
+        }
+
+        public WhenUnpublished whenUnpublished() {
+            return whenUnpublished;
+        }
+
+        public Duration waitTimeout() {
+            return waitTimeout;
         }
     }
 }

@@ -109,6 +109,7 @@ public interface PollingRelay extends AutoCloseable {
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
         private boolean listenNotify;
+        private boolean logPartitionKeys = RelayConfig.DEFAULT_LOG_PARTITION_KEYS;
         private RelayListener listener = RelayListener.none();
 
         private Builder() {
@@ -238,6 +239,17 @@ public interface PollingRelay extends AutoCloseable {
         }
 
         /**
+         * Write partition keys into log lines (default off: keys are often personal data, such as a customer id or an
+         * e-mail address). Off, a line shows the key's tag instead ({@code #} and 8 hex digits, the same for a key
+         * throughout one process, not reversible); the event id in the line leads to the key through
+         * {@link OutboxAdmin#event}.
+         */
+        public Builder logPartitionKeys(boolean logPartitionKeys) {
+            this.logPartitionKeys = logPartitionKeys;
+            return this;
+        }
+
+        /**
          * Receives the relay's events for metrics (batches and their timings, published events with their
          * commit→ack latency, failures by kind, parked keys, dead events, loop errors); default none. For Micrometer:
          * {@code new io.txoutbox.micrometer.MicrometerRelayListener(registry)}. Its callbacks run on the lanes'
@@ -260,7 +272,7 @@ public interface PollingRelay extends AutoCloseable {
             RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, maxBatchBytes, pollInterval,
                     sendTimeout,
                     statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
-                    maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify);
+                    maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify, logPartitionKeys);
             if (listener == null) {
                 throw new InvalidConfigurationException("relay.listener must not be null; leave it unset for none");
             }

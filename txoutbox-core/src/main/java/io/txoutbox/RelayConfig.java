@@ -23,7 +23,8 @@ public record RelayConfig(
         RetryPolicy retry,
         FailurePolicy failurePolicy,
         String deadLetterTopic,
-        boolean listenNotify) {
+        boolean listenNotify,
+        boolean logPartitionKeys) {
 
     public static final String DEFAULT_NAME = "relay";
     /** Four lanes keep both the database and the broker busy: 0.40 of the raw producer vs 0.31 with two. */
@@ -41,6 +42,8 @@ public record RelayConfig(
     public static final Duration DEFAULT_OUTAGE_BACKOFF_MAX = Duration.ofSeconds(5);
     public static final Duration DEFAULT_LEASE_TIMEOUT = Duration.ofSeconds(10);
     public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.PARK_KEY;
+    /** Keys can be personal data: log lines show a per-process tag of the key unless this is turned on. */
+    public static final boolean DEFAULT_LOG_PARTITION_KEYS = false;
 
     public RelayConfig {
         Objects.requireNonNull(schema, "relay.schema must not be null");

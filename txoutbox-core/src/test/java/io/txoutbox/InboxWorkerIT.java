@@ -3,6 +3,7 @@ package io.txoutbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.testing.logging.CapturedStderr;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -204,6 +205,44 @@ class InboxWorkerIT {
             await().atMost(AWAIT).until(() -> effects(consumer) == 10);
         }
         assertThat(violations).isEmpty();
+    }
+
+    /** A key that is personal data: it must not reach the log unless asked for. */
+    private static final String PERSONAL_KEY = "customer-4711@example.com";
+
+    /** Fails the key's event until it parks, capturing the worker's log; returns the log. */
+    private static String parkPersonalKey(InboxWorker.Builder builder) throws Exception {
+        String consumer = "keys-" + UUID.randomUUID();
+        InboxMessage poison = message(PERSONAL_KEY, 1);
+        receive(consumer, List.of(poison));
+        InboxAdmin admin = InboxAdmin.create(postgres.database().dataSource(), schema);
+        try (CapturedStderr err = CapturedStderr.start();
+                InboxWorker worker = builder.dataSource(postgres.database().dataSource()).schema(schema)
+                        .consumer(consumer).pollInterval(Duration.ofMillis(20)).retry(FAST)
+                        .handler("Seq", (c, e) -> {
+                            throw new IllegalStateException("downstream says no");
+                        }).build().start()) {
+            await().atMost(AWAIT).until(() -> admin.parkedKeys(consumer, 10).size() == 1);
+            String log = err.text();
+            assertThat(log).contains(poison.eventId() + " (key ")
+                    .contains(poison.eventId() + " failed 3 times; key ");
+            return log;
+        }
+    }
+
+    @Test
+    void partition_keys_stay_out_of_the_worker_log_by_default() throws Exception {
+        String log = parkPersonalKey(InboxWorker.builder());
+        assertThat(log).doesNotContain(PERSONAL_KEY);
+        String tag = io.txoutbox.internal.LoggedKeys.tag(PERSONAL_KEY);
+        assertThat(log).as("the lines of the key share its tag").contains("(key " + tag + ") failed, attempt 1")
+                .contains("key " + tag + " of consumer");
+    }
+
+    @Test
+    void partition_keys_are_in_the_worker_log_when_enabled() throws Exception {
+        assertThat(parkPersonalKey(InboxWorker.builder().logPartitionKeys(true)))
+                .contains("(key " + PERSONAL_KEY + ") failed, attempt 1").contains("key " + PERSONAL_KEY + " of consumer");
     }
 
     @Test

@@ -47,6 +47,15 @@ class OutboxMessageTest {
                 .hasMessageContaining("\\u0000");
     }
 
+    /** The Java writer refuses every name the outbox table's V7 constraints refuse, before any INSERT. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"event_id", "event_type", "aggregate_type",
+        "aggregate_id", "aggregate_version", "Event_ID", "AGGREGATE_VERSION", "txoutbox_replay", "TxOutbox-Trace"})
+    void rejects_every_reserved_header_name_in_any_case(String name) {
+        assertThatThrownBy(() -> valid().header(name, "x").build()).isInstanceOf(InvalidMessageException.class)
+                .hasMessageContaining("header name '" + name + "' is reserved");
+    }
+
     @Test
     void rejects_control_characters_in_headers_and_reserved_header_names() {
         assertThatThrownBy(() -> valid().header("trace", "a\nb").build())

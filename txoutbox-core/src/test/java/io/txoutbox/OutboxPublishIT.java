@@ -248,6 +248,27 @@ class OutboxPublishIT {
         }
     }
 
+    /** Regression (issue 10, item 8): the second row's unique violation used to abort the caller's transaction. */
+    @Test
+    void duplicate_event_ids_within_one_call_are_refused_in_the_client_and_the_transaction_still_commits()
+            throws Exception {
+        UUID id = UUID.randomUUID();
+        try (Connection c = db.connect()) {
+            c.setAutoCommit(false);
+            insertOrder(c, "dup-1");
+            List<OutboxMessage> messages = List.of(order("o-1").eventId(id).build(), order("o-2").build(),
+                    order("o-3").eventId(id).build());
+            assertThatThrownBy(() -> outbox.publish(c, messages))
+                    .isInstanceOf(InvalidMessageException.class)
+                    .hasMessageContaining(id.toString())
+                    .hasMessageContaining("messages[0]").hasMessageContaining("messages[2]");
+            insertOrder(c, "dup-2"); // would fail if the transaction were aborted
+            c.commit();
+        }
+        assertThat(db.queryLong("SELECT count(*) FROM orders")).isEqualTo(2);
+        assertThat(db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable())).isZero();
+    }
+
     @Test
     void publish_before_migrate_says_to_migrate() throws Exception {
         Outbox unmigrated = Outbox.builder()

@@ -11,6 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -57,6 +58,7 @@ public final class DefaultOutbox implements Outbox {
             }
             rows.add(prepare(m));
         }
+        requireDistinctEventIds(rows);
         for (int from = 0; from < rows.size(); from += MAX_ROWS_PER_STATEMENT) {
             int to = Math.min(rows.size(), from + MAX_ROWS_PER_STATEMENT);
             insert(connection, rows.subList(from, to));
@@ -76,6 +78,26 @@ public final class DefaultOutbox implements Outbox {
             ids.add(r.message.eventId());
         }
         return ids;
+    }
+
+    /**
+     * Two rows with one event id would fail the INSERT on the primary key, which aborts the caller's transaction; so
+     * the call is refused here, before anything is sent. (An id already in the table is not looked up: that costs a
+     * query per call, and the database still refuses it.)
+     */
+    private static void requireDistinctEventIds(List<Row> rows) {
+        if (rows.size() < 2) {
+            return;
+        }
+        Map<UUID, Integer> first = new HashMap<>(rows.size() * 2);
+        for (int i = 0; i < rows.size(); i++) {
+            Integer earlier = first.putIfAbsent(rows.get(i).message.eventId(), i);
+            if (earlier != null) {
+                throw new InvalidMessageException("event id " + rows.get(i).message.eventId() + " is given twice"
+                        + " in one publish call, at messages[" + earlier + "] and messages[" + i + "]: every event"
+                        + " needs its own id (leave eventId unset and a UUIDv7 is made). Nothing was written.");
+            }
+        }
     }
 
     /** PostgreSQL folds identical notifications of one transaction into one, delivered at commit. */

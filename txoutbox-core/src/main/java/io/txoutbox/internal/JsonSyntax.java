@@ -3,7 +3,9 @@ package io.txoutbox.internal;
 /**
  * A strict JSON (RFC 8259) syntax check that also rejects what PostgreSQL's {@code jsonb} input refuses although JSON
  * allows it: the escape {@code \u0000}, unpaired surrogate escapes, and numbers that overflow
- * {@code numeric}. Iterative, so deep nesting cannot overflow the stack; nesting deeper than {@link #MAX_DEPTH} is
+ * {@code numeric} (also a zero with an exponent of 1073741823 or more). Hex digits, whitespace and number digits are
+ * ASCII only, as in JSON. Agreement with {@code jsonb} is proven by a differential fuzz test
+ * ({@code JsonSyntaxFuzzIT}). Iterative, so deep nesting cannot overflow the stack; nesting deeper than {@link #MAX_DEPTH} is
  * refused. Returns a description of the first problem, or {@code null} when the text is fine.
  */
 public final class JsonSyntax {
@@ -12,6 +14,8 @@ public final class JsonSyntax {
     /** PostgreSQL's numeric limits; beyond them jsonb input fails with "value overflows numeric format". */
     static final int MAX_NUMERIC_INTEGER_DIGITS = 131072;
     static final int MAX_NUMERIC_SCALE = 16383;
+    /** PostgreSQL 15's numeric input refuses exponents of this magnitude or more (INT_MAX / 2), whatever the digits. */
+    static final long MAX_NUMERIC_EXPONENT = Integer.MAX_VALUE / 2;
 
     private final String s;
     private int i;
@@ -195,6 +199,14 @@ public final class JsonSyntax {
             }
             exp = negative ? -exp : exp;
         }
+        // PostgreSQL 15's numeric input refuses an exponent of INT_MAX / 2 or more either way before it looks at the
+        // digits, so even 0e1073741823 "overflows numeric format". 16 and later refuse only more than INT_MAX / 2:
+        // the check keeps 15's rule on every version (it runs when a message is built, before any server is known),
+        // so it refuses a zero with the exponent exactly 1073741823 that 16+ would store.
+        if (exp >= MAX_NUMERIC_EXPONENT || exp <= -MAX_NUMERIC_EXPONENT) {
+            throw fail("exponent out of PostgreSQL numeric's range (its magnitude must be below "
+                    + MAX_NUMERIC_EXPONENT + ")");
+        }
         // PostgreSQL's numeric holds at most 131072 digits before the point and 16383 after it.
         long magnitude = intDigits > 0 ? intDigits : -leadingFracZeros;
         if (!zero && magnitude + exp > MAX_NUMERIC_INTEGER_DIGITS) {
@@ -281,14 +293,31 @@ public final class JsonSyntax {
         }
         int v = 0;
         for (int k = 0; k < 4; k++) {
-            int d = Character.digit(s.charAt(i + k), 16);
+            int d = hexValue(s.charAt(i + k));
             if (d < 0) {
-                throw fail("invalid hex digit in \\u escape");
+                throw fail("invalid hex digit in \\u escape (only 0-9, a-f and A-F)");
             }
             v = v * 16 + d;
         }
         i += 4;
         return v;
+    }
+
+    /**
+     * The value of an ASCII hex digit, or -1. Not {@link Character#digit(char, int)}: it also reads the decimal digits
+     * of other scripts and the fullwidth forms, which JSON and jsonb refuse.
+     */
+    private static int hexValue(char c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
     }
 
     private void skipWs() {

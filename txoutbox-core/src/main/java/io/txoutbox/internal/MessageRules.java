@@ -2,6 +2,7 @@ package io.txoutbox.internal;
 
 import io.txoutbox.InvalidMessageException;
 import io.txoutbox.Payload;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -25,6 +26,13 @@ public final class MessageRules {
     public static final Set<String> RESERVED_HEADERS =
             Set.of("event_id", "event_type", "aggregate_type", "aggregate_id", "aggregate_version");
     public static final String RESERVED_HEADER_PREFIX = "txoutbox";
+    /**
+     * The outbox table's CHECK constraints (schema version 7) that refuse these names from plain-SQL writers, one per
+     * name so that PostgreSQL's error, which names the constraint, names the header.
+     */
+    public static final List<String> RESERVED_HEADER_CONSTRAINTS = List.of("header_event_id_is_reserved",
+            "header_event_type_is_reserved", "header_aggregate_type_is_reserved", "header_aggregate_id_is_reserved",
+            "header_aggregate_version_is_reserved", "header_txoutbox_prefix_is_reserved");
 
     private MessageRules() {
     }

@@ -11,6 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import io.txoutbox.internal.inbox.InboxKeyBackfill;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.time.Duration;
 import java.time.Instant;
@@ -25,7 +26,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Applies the versioned scripts in {@code io/txoutbox/db/postgresql} ({@code V<n>__<description>.sql}, Flyway names
  * and placeholders) in one transaction, serialised by a transaction-scoped advisory lock so concurrent migrations
- * wait for each other instead of failing. Applied versions are recorded per outbox table in
+ * wait for each other instead of failing; then, after that transaction committed, the versions' {@link OnlineStep}s
+ * (validations, backfills), each in short transactions of its own. Applied versions are recorded per outbox table in
  * {@code <schema>.txoutbox_schema_history} with the script's checksum; a script that changed after it was applied is
  * refused rather than silently skipped.
  */
@@ -36,16 +38,59 @@ public final class SchemaMigrator {
     /** The scripts, in order. A new version is added here and as a resource. */
     public static final List<String> SCRIPTS =
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
-                    "V5__inbox_status.sql");
+                    "V5__inbox_status.sql", "V6__inbox_bytes.sql", "V7__reserved_headers.sql");
+    /**
+     * Online steps by schema version: work that must not run in the scripts' transaction (it scans or rewrites rows
+     * of a live table). Run after that transaction commits, on every migrate, for every applied version, in version
+     * order; each step is idempotent and finds its own remaining work (see {@link OnlineStep}).
+     */
+    static final Map<Integer, List<OnlineStep>> ONLINE_STEPS = onlineSteps(InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+
+    /** V6: the inbox's key bytes of rows stored before it (readers do not wait for it); V7: validate the checks. */
+    private static Map<Integer, List<OnlineStep>> onlineSteps(int backfillPagesPerBatch) {
+        return Map.of(
+                6, List.of((c, schema) -> backfillInboxKeys(c, schema, backfillPagesPerBatch)),
+                7, List.of(new ValidateChecks(MessageRules.RESERVED_HEADER_CONSTRAINTS, "they are PENDING rows no relay"
+                        + " has tried yet whose headers use a reserved name; the relay parks their keys when it reaches"
+                        + " them. Rename the header in those rows (UPDATE ... SET headers = ...) to have them sent, or"
+                        + " discard them with OutboxAdmin.discard once they are parked (a requeue without renaming"
+                        + " parks them again)")));
+    }
+
+    /**
+     * Nothing reads {@code key_bytes} as required (a NULL is the UTF-8 of {@code partition_key}), so a backfill that
+     * fails is logged, not thrown: the schema is migrated, and the next migrate resumes it.
+     */
+    private static String backfillInboxKeys(Connection c, OutboxSchema schema, int pagesPerBatch) {
+        try {
+            InboxKeyBackfill.Result r = new InboxKeyBackfill(schema.schema(), pagesPerBatch).run(c);
+            return r.done() ? null : InboxKeyBackfill.STEP + " is not finished (" + r.rows() + " rows in " + r.batches()
+                    + " batches by this migrate, or it runs in another one); the next migrate resumes it";
+        } catch (SQLException | RuntimeException e) {
+            rollbackQuietly(c);
+            return InboxKeyBackfill.STEP + " did not finish (" + e + "); the next migrate resumes it";
+        }
+    }
+
     /** Advisory lock namespace: "txob" in ASCII. */
     private static final int LOCK_NAMESPACE = 0x74786F62;
+    /** Advisory lock namespace of the online steps (session lock): "txos". */
+    private static final int STEPS_LOCK_NAMESPACE = 0x74786F73;
 
     private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
+    private final Map<Integer, List<OnlineStep>> onlineSteps;
 
     public SchemaMigrator(OutboxSchema schema) {
+        this(schema, InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH);
+    }
+
+    /** With the heap pages per transaction of the online backfills (tests use small batches). */
+    public SchemaMigrator(OutboxSchema schema, int backfillPagesPerBatch) {
         this.schema = schema;
+        this.onlineSteps = backfillPagesPerBatch == InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH
+                ? ONLINE_STEPS : onlineSteps(backfillPagesPerBatch);
     }
 
     public void migrate(Connection c) {
@@ -125,6 +170,7 @@ public final class SchemaMigrator {
             } else {
                 log.debug("txoutbox-migrate: {} is up to date", schema);
             }
+            onlineSteps(c);
             if (schema.isPartitioned()) {
                 partition(c);
             }
@@ -147,9 +193,64 @@ public final class SchemaMigrator {
         }
     }
 
+    /**
+     * Runs the online steps of every version, after the scripts' transaction committed. One migrate of an outbox table
+     * runs them at a time (a session advisory lock, tried, not waited for: a second migrate leaves them to the first
+     * and returns). A step that cannot finish says why in one warning; the next migrate runs it again.
+     */
+    private void onlineSteps(Connection c) throws SQLException {
+        int key = (schema.schema() + "." + schema.outboxTable()).hashCode();
+        boolean locked;
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?, ?)")) {
+            ps.setInt(1, STEPS_LOCK_NAMESPACE);
+            ps.setInt(2, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                locked = rs.getBoolean(1);
+            }
+        }
+        c.commit();
+        if (!locked) {
+            log.info("txoutbox-migrate: the online steps of {} are running in another session; left to it", schema);
+            return;
+        }
+        try {
+            for (String name : SCRIPTS) {
+                int version = versionOf(name);
+                for (OnlineStep step : onlineSteps.getOrDefault(version, List.of())) {
+                    String left;
+                    try {
+                        left = step.run(c, schema);
+                    } catch (SQLException e) {
+                        rollbackQuietly(c);
+                        throw new OutboxException("the schema scripts of " + schema + " are applied, but the online"
+                                + " step of version " + version + " failed: " + e.getMessage() + " (SQLState "
+                                + e.getSQLState() + "); the next migrate runs it again", e, SqlErrors.isRetriable(e));
+                    }
+                    if (left != null) {
+                        log.warn("txoutbox-migrate: version {} of {} is not complete: {}", version, schema, left);
+                    }
+                }
+            }
+        } finally {
+            rollbackQuietly(c);
+            try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
+                ps.setInt(1, STEPS_LOCK_NAMESPACE);
+                ps.setInt(2, key);
+                ps.execute();
+                c.commit();
+            } catch (SQLException e) {
+                log.debug("txoutbox-migrate: unlock failed (the session ends anyway): {}", e.toString());
+            }
+        }
+    }
+
     /** Converts the table into a partitioned one if it is not yet, and creates the partitions ahead. */
     private void partition(Connection c) throws SQLException {
         PartitionedOutbox table = new PartitionedOutbox(schema);
+        if (!PartitionedOutbox.isPartitioned(c, schema)) {
+            requireNoReservedHeaderViolations(c);
+        }
         table.convert(c, Instant.now());
         List<String> notCreated = new ArrayList<>();
         List<String> created = table.createAhead(c, Instant.now(), PARTITION_LOCK_TIMEOUT, notCreated);
@@ -158,6 +259,24 @@ public final class SchemaMigrator {
             log.info("txoutbox-migrate: created partitions {} of {}", created, schema);
         }
         notCreated.forEach(reason -> log.warn("txoutbox-migrate: {}", reason));
+    }
+
+    /**
+     * The conversion validates every NOT VALID check of the plain table (the partitions and their parent must agree on
+     * them), so rows that violate a reserved-header constraint would make it fail; say so first, with the fix. Such
+     * rows are PENDING rows no relay has tried yet: once the relay has parked them they no longer violate it.
+     */
+    private void requireNoReservedHeaderViolations(Connection c) throws SQLException {
+        java.util.Map<String, Long> violated = ValidateChecks.violations(c, schema.qualifiedOutboxTable(),
+                MessageRules.RESERVED_HEADER_CONSTRAINTS);
+        c.commit();
+        if (!violated.isEmpty()) {
+            throw new OutboxException(schema + " is not converted into a partitioned table yet: rows violate the"
+                    + " NOT VALID checks " + violated + ", and the conversion needs every check of the table valid."
+                    + " They are PENDING rows no relay has tried yet whose headers use a reserved name: the relay"
+                    + " parks their keys when it reaches them (then they no longer count), or rename the header in"
+                    + " those rows; then migrate again. The table works unchanged meanwhile", null, true);
+        }
     }
 
     /** The script with placeholders filled in, as Flyway would with the same placeholder values. */

@@ -9,7 +9,9 @@ import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
+import io.txoutbox.internal.inbox.DefaultInbox;
 import io.txoutbox.internal.inbox.HandlerFailures;
+import io.txoutbox.internal.inbox.InboxBytes;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -56,7 +58,11 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>{@link Builder#storeInInbox() store}: each poll's records are written to {@code inbox_event} in one database
  *   transaction ({@link Inbox#receive}); an {@code InboxWorker} processes them. Fast, and a slow or failing handler
- *   never holds up the partition.</li>
+ *   never holds up the partition. Keys and header values are stored byte for byte ({@code InboxEvent.keyBytes()}).
+ *   A record that cannot be stored as it is (an unreadable event id or version header, a row the database refuses
+ *   for its own values) never stalls its partition: it goes to the dead-letter topic when one is configured, else it
+ *   is kept as a {@code DEAD} inbox row with the reason in {@code last_error}; the other records of the poll are
+ *   stored (the batch insert runs under a savepoint, and only when it fails are the rows inserted one by one).</li>
  *   <li>{@link Builder#handler(InboxHandler) handle}: each record's handler runs through {@link Inbox#once} (dedupe
  *   row and effects in one transaction; optional version check), all records of a poll in one database transaction
  *   with a savepoint per record. A transient failure pauses its partition and retries the record with backoff; a
@@ -87,13 +93,18 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
             .withBackoff(Duration.ofMillis(500), Duration.ofSeconds(30));
 
-    /** Counters since start. */
+    /**
+     * Counters since start.
+     *
+     * @param afterStoreFailures store mode: times the {@link Builder#afterStore afterStore} callback threw (logged;
+     *     the batch stays done)
+     */
     public record Stats(long polled, long stored, long applied, long duplicates, long stale, long retries,
-            long deadLettered, long batches, long loopErrors, long commitFailures) {
+            long deadLettered, long batches, long loopErrors, long commitFailures, long afterStoreFailures) {
     }
 
     private final Builder b;
-    private final Inbox inbox;
+    private final DefaultInbox inbox;
     private final Thread thread;
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -112,6 +123,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final LongAdder batches = new LongAdder();
     private final LongAdder loopErrors = new LongAdder();
     private final LongAdder commitFailures = new LongAdder();
+    private final LongAdder afterStoreFailures = new LongAdder();
 
     private record RetryState(long offset, int attempts, long dueNanos) {
     }
@@ -121,7 +133,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     private KafkaInboxConsumer(Builder b) {
         this.b = b;
-        this.inbox = Inbox.create(b.schema);
+        this.inbox = new DefaultInbox(b.schema);
         this.thread = new Thread(this::run, "txoutbox-kafka-inbox-" + b.name);
         this.thread.setDaemon(true);
     }
@@ -169,7 +181,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     public Stats stats() {
         return new Stats(polled.sum(), stored.sum(), applied.sum(), duplicates.sum(), stale.sum(), retries.sum(),
-                deadLettered.sum(), batches.sum(), loopErrors.sum(), commitFailures.sum());
+                deadLettered.sum(), batches.sum(), loopErrors.sum(), commitFailures.sum(),
+                afterStoreFailures.sum());
     }
 
     /** Stops polling after the current batch (bounded wait), closes the Kafka clients. Idempotent. */
@@ -338,12 +351,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     private void storeBatch(ConsumerRecords<byte[], byte[]> records) throws Exception {
         List<InboxMessage> messages = new ArrayList<>(records.count());
+        List<ConsumerRecord<byte[], byte[]>> sources = new ArrayList<>(records.count());
         List<Rejected> rejected = new ArrayList<>();
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         for (TopicPartition p : records.partitions()) {
             for (ConsumerRecord<byte[], byte[]> r : records.records(p)) {
                 try {
                     messages.add(toMessage(r));
+                    sources.add(r);
                 } catch (RuntimeException e) {
                     rejected.add(new Rejected(r, e, 1));
                 }
@@ -353,17 +368,62 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         try (Connection c = b.dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                stored.add(inbox.receive(c, b.consumerName, messages));
+                DefaultInbox.Received received = inbox.receiveEach(c, b.consumerName, messages);
+                stored.add(received.inserted());
+                for (DefaultInbox.Refused x : received.refused()) {
+                    SQLException e = x.cause();
+                    rejected.add(new Rejected(sources.get(x.index()), new OutboxException("the database refused "
+                            + "the row: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e), 1));
+                }
+                if (dltProducer == null) {
+                    storeDead(c, rejected); // in the batch's transaction: the offsets pass them only once they are kept
+                }
                 c.commit();
             } catch (SQLException | RuntimeException e) {
                 rollbackQuietly(c);
                 throw e;
             }
         }
-        deadLetter(rejected);
+        if (dltProducer != null) {
+            deadLetter(rejected);
+        } else {
+            deadLettered.add(rejected.size());
+        }
         commit(offsets);
-        if (b.afterStore != null) {
+        runAfterStore();
+    }
+
+    /**
+     * Store mode without a dead-letter topic: a record that cannot be stored as it is (its event id or version header
+     * is unreadable, or the database refused its row) is kept as a {@code DEAD} inbox row with the reason, never
+     * processed, so its partition and its key move on and an operator finds it with the other dead events.
+     */
+    private void storeDead(Connection c, List<Rejected> rejected) {
+        for (Rejected x : rejected) {
+            ConsumerRecord<byte[], byte[]> r = x.record;
+            InboxMessage m = toLenientMessage(r);
+            String reason = "not stored as received: " + x.cause;
+            inbox.storeDead(c, b.consumerName, m, reason);
+            log.error("txoutbox-kafka-inbox {}: record {}-{}@{} (event {}) cannot be stored as it is; kept as a DEAD "
+                    + "inbox row (no dead-letter topic configured): {}", b.name, r.topic(), r.partition(),
+                    r.offset(), m.eventId(), x.cause.toString());
+        }
+    }
+
+    /**
+     * The batch is committed in the database and in Kafka when the callback runs, so its failure is the callback's
+     * alone: logged and counted, never a reason to read the batch again (that would call it again, for ever).
+     */
+    private void runAfterStore() {
+        if (b.afterStore == null) {
+            return;
+        }
+        try {
             b.afterStore.run();
+        } catch (Throwable t) {
+            afterStoreFailures.increment();
+            log.error("txoutbox-kafka-inbox {}: the afterStore callback failed after a stored batch (the batch stays "
+                    + "stored and committed): {}", b.name, t.toString(), t);
         }
     }
 
@@ -467,17 +527,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         }
     }
 
-    /** Sends rejected records to the dead-letter topic and waits for the acks; without one, logs them. */
+    /** Sends rejected records to the dead-letter topic and waits for the acks (a failure reads the batch again). */
     private void deadLetter(List<Rejected> rejected) throws Exception {
         if (rejected.isEmpty()) {
-            return;
-        }
-        if (dltProducer == null) {
-            for (Rejected x : rejected) {
-                log.error("txoutbox-kafka-inbox {}: record {}-{}@{} skipped (no dead-letter topic configured): {}",
-                        b.name, x.record.topic(), x.record.partition(), x.record.offset(), x.cause.toString());
-            }
-            deadLettered.add(rejected.size());
             return;
         }
         List<java.util.concurrent.Future<RecordMetadata>> acks = new ArrayList<>();
@@ -505,12 +557,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         deadLettered.add(rejected.size());
     }
 
+    /**
+     * The record as an inbox message. The key and the header values stay bytes ({@link InboxMessage#keyBytes},
+     * {@link InboxMessage#headerBytes}); the event type and aggregate columns get their headers' text forms.
+     */
     private InboxMessage toMessage(ConsumerRecord<byte[], byte[]> r) {
         UUID eventId = Objects.requireNonNull(b.eventIds.apply(r), "eventIds returned null");
-        Map<String, String> headers = new LinkedHashMap<>();
-        for (Header h : r.headers()) {
-            headers.put(h.key(), h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8));
-        }
+        Map<String, byte[]> headerBytes = headerBytes(r);
+        Map<String, String> headers = InboxBytes.textHeaders(headerBytes);
         Long version = null;
         String v = headers.get(KafkaHeaders.AGGREGATE_VERSION);
         if (v != null) {
@@ -521,11 +575,33 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                         + KafkaHeaders.AGGREGATE_VERSION + "' header that is not a number", e);
             }
         }
-        return InboxMessage.builder(eventId)
-                .key(r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8))
-                .eventType(headers.get(KafkaHeaders.EVENT_TYPE))
+        return InboxMessage.builder(eventId).key(r.key()).eventType(headers.get(KafkaHeaders.EVENT_TYPE))
                 .aggregate(headers.get(KafkaHeaders.AGGREGATE_TYPE), headers.get(KafkaHeaders.AGGREGATE_ID), version)
-                .payload(r.value()).headers(headers).source(r.topic(), r.partition(), r.offset()).build();
+                .payload(r.value()).headerBytes(headerBytes).source(r.topic(), r.partition(), r.offset()).build();
+    }
+
+    /** A rejected record as a message for its DEAD row: no version, and the coordinates' id if its own is unreadable. */
+    private InboxMessage toLenientMessage(ConsumerRecord<byte[], byte[]> r) {
+        UUID eventId;
+        try {
+            eventId = Objects.requireNonNull(b.eventIds.apply(r));
+        } catch (RuntimeException e) {
+            eventId = EventIds.fromCoordinates(r);
+        }
+        Map<String, byte[]> headerBytes = headerBytes(r);
+        Map<String, String> headers = InboxBytes.textHeaders(headerBytes);
+        return InboxMessage.builder(eventId).key(r.key()).eventType(headers.get(KafkaHeaders.EVENT_TYPE))
+                .aggregate(headers.get(KafkaHeaders.AGGREGATE_TYPE), headers.get(KafkaHeaders.AGGREGATE_ID), null)
+                .payload(r.value()).headerBytes(headerBytes).source(r.topic(), r.partition(), r.offset()).build();
+    }
+
+    /** The record's headers by name, in order, values exactly as they came (a repeated name keeps its last value). */
+    private static Map<String, byte[]> headerBytes(ConsumerRecord<byte[], byte[]> r) {
+        Map<String, byte[]> headerBytes = new LinkedHashMap<>();
+        for (Header h : r.headers()) {
+            headerBytes.put(h.key(), h.value());
+        }
+        return headerBytes;
     }
 
     private InboxEvent toEvent(InboxMessage m, ConsumerRecord<byte[], byte[]> r) {
@@ -533,7 +609,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         int attempts = s != null && s.offset == r.offset() ? s.attempts : 0;
         return new InboxEvent(0, b.consumerName, m.eventId(), m.key(), m.eventType(), m.aggregateType(),
                 m.aggregateId(), m.aggregateVersion(), m.payload(), m.headers(), r.topic(), r.partition(), r.offset(),
-                Instant.ofEpochMilli(r.timestamp()), attempts);
+                Instant.ofEpochMilli(r.timestamp()), attempts, m.keyBytes(), m.headerBytes());
     }
 
     private static byte[] utf8(String s) {

@@ -17,10 +17,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigDef;
 
 /**
  * The validated, effective producer configuration of a {@link KafkaTransport}: user properties over the defaults,
@@ -32,9 +36,18 @@ final class KafkaTransportConfig {
     static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
     static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432L;
 
-    /** Substrings of property names whose values never appear in logs or toString(). */
-    static final List<String> SECRET_MARKERS =
-            List.of("password", "secret", "jaas", "sasl.jaas.config", "ssl.key", "token", "credentials");
+    /**
+     * Every property the Kafka clients themselves type {@code PASSWORD} (producer, consumer, admin client): read from
+     * their {@code ConfigDef}s, so a secret property added by a later kafka-clients is hidden without a change here.
+     */
+    static final Set<String> PASSWORD_TYPED = passwordTyped();
+
+    /**
+     * Substrings of property names whose values are hidden too: for properties Kafka does not know (a custom login
+     * module's or callback handler's settings), whose type nobody declared.
+     */
+    static final List<String> SECRET_MARKERS = List.of("password", "passphrase", "secret", "jaas", "ssl.key",
+            "token", "credential", "private", "certificate", "apikey", "api.key");
     static final String HIDDEN = "[hidden]";
 
     private final Map<String, Object> producerProperties;
@@ -229,9 +242,20 @@ final class KafkaTransportConfig {
                 .collect(Collectors.joining(", ", "{", "}"));
     }
 
+    /** Whether a property's value must never be shown: Kafka types it PASSWORD, or its name looks secret. */
     static boolean isSecret(String key) {
         String lower = key.toLowerCase(Locale.ROOT);
-        return SECRET_MARKERS.stream().anyMatch(lower::contains);
+        return PASSWORD_TYPED.contains(lower) || SECRET_MARKERS.stream().anyMatch(lower::contains);
+    }
+
+    private static Set<String> passwordTyped() {
+        Set<String> names = new TreeSet<>();
+        for (ConfigDef def : List.of(ProducerConfig.configDef(), ConsumerConfig.configDef(),
+                AdminClientConfig.configDef())) {
+            def.configKeys().values().stream().filter(k -> k.type == ConfigDef.Type.PASSWORD)
+                    .forEach(k -> names.add(k.name.toLowerCase(Locale.ROOT)));
+        }
+        return Set.copyOf(names);
     }
 
     private long longValue(String key, long fallback) {

@@ -7,8 +7,23 @@ import io.txoutbox.InvalidConfigurationException;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import io.txoutbox.spi.SendResult;
+import io.txoutbox.testing.net.FreePorts;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigDef;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -137,5 +152,101 @@ class KafkaTransportConfigTest {
         assertThat(KafkaTransportConfig.isSecret("SSL.TRUSTSTORE.PASSWORD")).isTrue();
         assertThat(KafkaTransportConfig.isSecret("bootstrap.servers")).isFalse();
         assertThat(KafkaTransportConfig.isSecret("linger.ms")).isFalse();
+    }
+
+    /** Every property Kafka itself types {@code PASSWORD}, for the producer, the consumer and the admin client. */
+    private static Set<String> passwordTypedProperties() {
+        Set<String> names = new TreeSet<>();
+        for (ConfigDef def : List.of(ProducerConfig.configDef(), ConsumerConfig.configDef(),
+                AdminClientConfig.configDef())) {
+            def.configKeys().values().stream().filter(k -> k.type == ConfigDef.Type.PASSWORD)
+                    .forEach(k -> names.add(k.name));
+        }
+        return names;
+    }
+
+    private static String text(Throwable t) {
+        StringWriter out = new StringWriter();
+        t.printStackTrace(new PrintWriter(out));
+        return t + "\n" + out;
+    }
+
+    /**
+     * A unique canary in every PASSWORD-typed property (enumerated from Kafka's ConfigDefs, so a new one in a later
+     * kafka-clients is covered too) and in a custom login-module property: it shows in no log line, no exception
+     * (build errors, a transport that cannot reach its broker, the inbox consumer's build errors) and no toString().
+     */
+    @Test
+    void aCanaryInEveryPasswordTypedPropertyShowsInNoLogLineExceptionOrToString() throws Exception {
+        Set<String> passwordTyped = passwordTypedProperties();
+        assertThat(passwordTyped).contains("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
+                "sasl.jaas.config", "ssl.keystore.key");
+        Map<String, String> canaries = new TreeMap<>();
+        for (String name : passwordTyped) {
+            canaries.put(name, "CANARY-" + UUID.randomUUID());
+        }
+        canaries.put("login.module.custom.secret", "CANARY-" + UUID.randomUUID());
+        Map<String, Object> props = new TreeMap<>(canaries);
+        props.put("bootstrap.servers", "127.0.0.1:" + FreePorts.take()); // nothing listens there
+        props.put("max.block.ms", "1000");
+        props.put("request.timeout.ms", "1000");
+        props.put("delivery.timeout.ms", "2000");
+
+        List<String> texts = new ArrayList<>();
+        PrintStream originalErr = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        try {
+            System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            for (Map.Entry<String, Object> bad : List.of(Map.entry("acks", (Object) "1"),
+                    Map.entry("linger.ms", (Object) "soon"), Map.entry("delivery.timeout.ms", (Object) "1"))) {
+                Map<String, Object> wrong = new TreeMap<>(props);
+                wrong.put(bad.getKey(), bad.getValue());
+                try {
+                    KafkaTransport.builder().properties(wrong).build().close();
+                    throw new AssertionError("accepted " + bad);
+                } catch (InvalidConfigurationException e) {
+                    texts.add(text(e));
+                }
+            }
+            try (KafkaTransport t = KafkaTransport.builder().properties(props).build()) {
+                texts.add(t.toString());
+                List<SendResult> results = t.send("0", List.of(TestRecords.json("orders", "k1", "{}")))
+                        .toCompletableFuture().get(60, TimeUnit.SECONDS);
+                assertThat(results).hasSize(1);
+                assertThat(results.get(0).isDelivered()).as("nothing listens on the bootstrap port").isFalse();
+                texts.add(text(((SendResult.Failed) results.get(0)).cause()));
+                texts.add(t.toString());
+            }
+            // the same over SSL: the producer cannot even be built from the canary key material
+            Map<String, Object> ssl = new TreeMap<>(props);
+            ssl.put("security.protocol", "SSL");
+            ssl.put("ssl.keystore.type", "PEM");
+            ssl.put("ssl.truststore.type", "PEM");
+            try (KafkaTransport t = KafkaTransport.builder().properties(ssl).build()) {
+                List<SendResult> results = t.send("0", List.of(TestRecords.json("orders", "k1", "{}")))
+                        .toCompletableFuture().get(60, TimeUnit.SECONDS);
+                assertThat(results.get(0).isDelivered()).as("no producer from canary key material").isFalse();
+                texts.add(text(((SendResult.Failed) results.get(0)).cause()));
+                texts.add(t.toString());
+            }
+            try {
+                KafkaInboxConsumer.Builder inbox = KafkaInboxConsumer.builder().topics("orders");
+                props.forEach(inbox::property);
+                inbox.build();
+                throw new AssertionError("accepted an inbox consumer without a group id");
+            } catch (InvalidConfigurationException e) {
+                texts.add(text(e));
+            }
+        } finally {
+            System.setErr(originalErr);
+        }
+        String logged = captured.toString(StandardCharsets.UTF_8);
+        assertThat(logged).contains("transport ready");
+        texts.add(logged);
+        for (Map.Entry<String, String> canary : canaries.entrySet()) {
+            for (String text : texts) {
+                assertThat(text).as("the value of %s", canary.getKey()).doesNotContain(canary.getValue());
+            }
+        }
     }
 }

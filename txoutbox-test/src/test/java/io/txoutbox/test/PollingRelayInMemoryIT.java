@@ -19,6 +19,7 @@ import io.txoutbox.testing.history.HistoryReport;
 import io.txoutbox.testing.history.Ledger;
 import io.txoutbox.testing.history.LedgerWriter;
 import io.txoutbox.testing.postgres.PostgresExtension;
+import io.txoutbox.testing.logging.CapturedStderr;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -348,6 +349,108 @@ class PollingRelayInMemoryIT {
         OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         assertThat(admin.deadEvents(10)).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(1));
         await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 1);
+    }
+
+    @Test
+    void a_dead_letter_send_answered_with_fewer_results_than_records_keeps_the_events_pending_and_the_loop_alive()
+            throws Exception {
+        deadLetterSendWithWrongResultCount(-1);
+    }
+
+    @Test
+    void a_dead_letter_send_answered_with_more_results_than_records_is_not_taken_as_delivered() throws Exception {
+        deadLetterSendWithWrongResultCount(+1);
+    }
+
+    /**
+     * The dead-letter send's results come back with {@code delta} results too many or too few: the whole send counts
+     * as failed (the events stay pending with a reason that says so, none is taken as dead-lettered on a result that
+     * may belong to another record), the loop does not throw, and once the transport answers correctly both go to
+     * the dead-letter topic.
+     */
+    private void deadLetterSendWithWrongResultCount(int delta) throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean miscount = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicInteger miscounted = new java.util.concurrent.atomic.AtomicInteger();
+        io.txoutbox.spi.Transport miscounting = new io.txoutbox.spi.Transport() {
+            @Override
+            public java.util.concurrent.CompletionStage<List<SendResult>> send(String lane,
+                    List<OutboxRecord> batch) {
+                var sent = transport.send(lane, batch);
+                if (!lane.endsWith("-dlt") || !miscount.get()) {
+                    return sent;
+                }
+                miscounted.incrementAndGet();
+                return sent.thenApply(results -> {
+                    List<SendResult> wrong = new ArrayList<>(results);
+                    if (delta < 0) {
+                        wrong.remove(wrong.size() - 1);
+                    } else {
+                        wrong.add(SendResult.delivered());
+                    }
+                    return wrong;
+                });
+            }
+
+            @Override
+            public void close() {
+                transport.close();
+            }
+        };
+        PollingRelay relay = start(relay().transport(miscounting).lanes(1)
+                .failurePolicy(FailurePolicy.DEAD_LETTER_AND_CONTINUE).deadLetterTopic("orders.dlt"));
+        outbox = outbox(relay);
+        transport.failWhen(r -> r.eventType().equals("Poison") && r.topic().equals("orders"),
+                SendResult.Kind.PERMANENT);
+        List<UUID> ids = write(outbox, event("k1", "Poison"), event("k2", "Poison"), event("k3", "E"));
+        transport.awaitDelivered(ids.get(2), WAIT);
+        await().atMost(WAIT).until(() -> miscounted.get() >= 3);
+        String t = schema.qualifiedOutboxTable();
+        assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE event_type = 'Poison' AND state = 'PENDING'"
+                + " AND last_error LIKE '%dead-letter%results%'")).as("both pending, the reason names the miscount")
+                .isEqualTo(2);
+        assertThat(relay.stats().deadLettered()).isZero();
+        assertThat(relay.stats().loopErrors()).as("a miscount is a failed send, not a loop error").isZero();
+        miscount.set(false);
+        await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 2);
+        assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE event_type = 'Poison' AND state = 'DEAD'"))
+                .isEqualTo(2);
+        assertThat(relay.stats().loopErrors()).isZero();
+    }
+
+    /** A key that is personal data: it must not reach the log unless asked for. */
+    private static final String PERSONAL_KEY = "customer-4711@example.com";
+
+    /** Fails the key's event until it parks, capturing the relay's log; returns the log and the event id. */
+    private String parkPersonalKey(PollingRelay.Builder builder, UUID[] eventId) throws Exception {
+        try (CapturedStderr err = CapturedStderr.start()) {
+            PollingRelay relay = start(builder.retry(RetryPolicy.defaults().withMaxAttempts(2)
+                    .withBackoff(Duration.ofMillis(50), Duration.ofMillis(50))));
+            outbox = outbox(relay);
+            transport.failWhen(r -> PERSONAL_KEY.equals(r.key()), SendResult.Kind.RETRIABLE);
+            eventId[0] = write(outbox, event(PERSONAL_KEY, "E1")).get(0);
+            await().atMost(WAIT).until(() -> relay.stats().parked() == 1);
+            String log = err.text();
+            assertThat(log).contains(eventId[0] + " (key ").contains(eventId[0] + " failed 2 times; its key ");
+            return log;
+        }
+    }
+
+    @Test
+    void partition_keys_stay_out_of_the_relay_log_by_default() throws Exception {
+        UUID[] id = new UUID[1];
+        String log = parkPersonalKey(relay(), id);
+        assertThat(log).doesNotContain(PERSONAL_KEY);
+        String tag = io.txoutbox.internal.LoggedKeys.tag(PERSONAL_KEY);
+        assertThat(log).as("the lines of the key share its tag").contains(id[0] + " (key " + tag + ") failed")
+                .contains("its key " + tag + " is parked");
+    }
+
+    @Test
+    void partition_keys_are_in_the_relay_log_when_enabled() throws Exception {
+        UUID[] id = new UUID[1];
+        String log = parkPersonalKey(relay().logPartitionKeys(true), id);
+        assertThat(log).contains(id[0] + " (key " + PERSONAL_KEY + ") failed")
+                .contains("its key " + PERSONAL_KEY + " is parked");
     }
 
     @Test

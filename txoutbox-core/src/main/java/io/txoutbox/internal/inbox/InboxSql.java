@@ -10,7 +10,12 @@ final class InboxSql {
     /** Advisory lock kinds (low half of the key); distinct from the relay's, which hash another name anyway. */
     static final int LOCK_KIND_LANE = 3;
     static final int LOCK_KIND_LANE_COUNT = 4;
-    static final int INSERT_COLUMNS = 12;
+    static final int INSERT_COLUMNS = 14;
+    /** A received row: the key as its text form (partition_key) and its bytes, the headers as text and bytes. */
+    private static final String INSERT_COLUMN_LIST = "consumer, event_id, source_topic, source_partition,"
+            + " source_offset, partition_key, key_bytes, event_type, aggregate_type, aggregate_id, aggregate_version,"
+            + " payload, headers, header_bytes";
+    private static final String INSERT_VALUES = "(?,?,?,?,?,?,?,?,?,?,?,?,?::jsonb,?)";
 
     final String schemaName;
     final String inbox;
@@ -23,6 +28,8 @@ final class InboxSql {
     final String claim;
     final String markProcessed;
     final String recordFailures;
+    final String insertDead;
+    final String insertDeadBare;
 
     InboxSql(String schema) {
         this.schemaName = schema;
@@ -44,7 +51,8 @@ final class InboxSql {
                 + " ARRAY(SELECT value FROM jsonb_each_text(headers) ORDER BY key),"
                 + " source_topic, source_partition, source_offset, received_at, attempts,"
                 // the event's age at the claim (µs, database clock): the start of its receive→processed latency
-                + " greatest(0, (extract(epoch FROM clock_timestamp() - received_at) * 1000000)::bigint)"
+                + " greatest(0, (extract(epoch FROM clock_timestamp() - received_at) * 1000000)::bigint),"
+                + " key_bytes, header_bytes"
                 + " FROM " + inbox
                 + " WHERE consumer = ? AND state = 'PENDING' AND shard = ANY(?)"
                 + " AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
@@ -58,16 +66,20 @@ final class InboxSql {
                 + " next_attempt_at = CASE WHEN f.new_state = 'PENDING' THEN now() + f.delay_ms * interval '1 ms' END"
                 + " FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[]) AS f(id, err, delay_ms, new_state)"
                 + " WHERE o.consumer = ? AND o.state = 'PENDING' AND o.id = f.id";
+        // A received record that cannot be stored as it is: kept DEAD (never processed; its key moves on) with why.
+        this.insertDead = "INSERT INTO " + inbox + " (" + INSERT_COLUMN_LIST + ", state, last_error) VALUES "
+                + INSERT_VALUES.substring(0, INSERT_VALUES.length() - 1) + ", 'DEAD', ?) ON CONFLICT DO NOTHING";
+        // ... and when even that row is refused (a constraint on the payload, say): where it came from and why.
+        this.insertDeadBare = "INSERT INTO " + inbox + " (consumer, event_id, source_topic, source_partition,"
+                + " source_offset, state, last_error) VALUES (?, ?, ?, ?, ?, 'DEAD', ?) ON CONFLICT DO NOTHING";
     }
 
     /** A multi-row insert of {@code rows} messages; duplicates (also within the statement) are dropped. */
     String insertInbox(int rows) {
         StringBuilder b = new StringBuilder(200 + rows * 40);
-        b.append("INSERT INTO ").append(inbox).append(" (consumer, event_id, source_topic, source_partition,"
-                + " source_offset, partition_key, event_type, aggregate_type, aggregate_id, aggregate_version,"
-                + " payload, headers) VALUES ");
+        b.append("INSERT INTO ").append(inbox).append(" (").append(INSERT_COLUMN_LIST).append(") VALUES ");
         for (int i = 0; i < rows; i++) {
-            b.append(i == 0 ? "" : ",").append("(?,?,?,?,?,?,?,?,?,?,?,?::jsonb)");
+            b.append(i == 0 ? "" : ",").append(INSERT_VALUES);
         }
         return b.append(" ON CONFLICT DO NOTHING").toString();
     }

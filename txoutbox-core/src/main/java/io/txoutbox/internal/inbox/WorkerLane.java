@@ -6,6 +6,7 @@ import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
@@ -248,7 +249,8 @@ final class WorkerLane implements Runnable {
             Set<String> failedKeys = new HashSet<>();
             for (int i = 0; i < batch.size(); i++) {
                 InboxEvent e = batch.get(i);
-                if (e.key() != null && failedKeys.contains(e.key())) {
+                String group = InboxBytes.groupForm(e.keyBytes()); // the key as partition_key groups it
+                if (group != null && failedKeys.contains(group)) {
                     continue; // the key waits from its failed event on; stays pending, in order
                 }
                 long h0 = System.nanoTime();
@@ -259,8 +261,8 @@ final class WorkerLane implements Runnable {
                     processed.add(e.id());
                 } else {
                     failures.add(new Failure(e, failure, config.permanentFailure().test(failure)));
-                    if (e.key() != null) {
-                        failedKeys.add(e.key());
+                    if (group != null) {
+                        failedKeys.add(group);
                     }
                 }
             }
@@ -367,6 +369,11 @@ final class WorkerLane implements Runnable {
         return !c.getAutoCommit();
     }
 
+    /** A partition key as this worker's log lines show it (see {@link InboxWorkerConfig#logPartitionKeys()}). */
+    private String key(String key) {
+        return LoggedKeys.show(key, config.logPartitionKeys());
+    }
+
     /** Decides the failed event's next state and appends its delay (ms) to {@code delays}. */
     private String plan(Failure f, List<Long> delays) {
         InboxEvent e = f.event;
@@ -376,7 +383,7 @@ final class WorkerLane implements Runnable {
         if (!permanent && attempts < config.retry().maxAttempts()) {
             long delay = config.retry().backoffAfter(attempts).toMillis();
             log.warn("txoutbox-inbox {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    e.eventId(), e.key(), attempts, config.retry().maxAttempts(), delay, error);
+                    e.eventId(), key(e.key()), attempts, config.retry().maxAttempts(), delay, error);
             delays.add(delay);
             return "PENDING";
         }
@@ -384,11 +391,11 @@ final class WorkerLane implements Runnable {
         String why = permanent ? "failed permanently" : "failed " + attempts + " times";
         if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
             log.error("txoutbox-inbox {}: event {} {}; key {} of consumer {} is parked until an operator releases "
-                    + "it: {}", laneId, e.eventId(), why, e.key(), config.consumer(), error);
+                    + "it: {}", laneId, e.eventId(), why, key(e.key()), config.consumer(), error);
             return "PARKED";
         }
         log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
-                why, e.key(), config.consumer(), error);
+                why, key(e.key()), config.consumer(), error);
         return "DEAD";
     }
 
@@ -432,14 +439,39 @@ final class WorkerLane implements Runnable {
                     Integer sourcePartition = rs.wasNull() ? null : partition;
                     long offset = rs.getLong(13);
                     Long sourceOffset = rs.wasNull() ? null : offset;
-                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), (UUID) rs.getObject(2),
-                            rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6), aggregateVersion,
-                            rs.getBytes(8), headers(rs.getArray(9), rs.getArray(10)), rs.getString(11),
-                            sourcePartition, sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15)));
+                    // key_bytes is NULL only for a row stored before V6 and not yet backfilled (or by an older
+                    // receiver): partition_key was the key's text then
+                    byte[] keyBytes = rs.getBytes(17);
+                    String partitionKey = rs.getString(3);
+                    if (keyBytes == null && partitionKey != null) {
+                        keyBytes = InboxBytes.utf8(partitionKey);
+                    }
+                    Map<String, String> headers = headers(rs.getArray(9), rs.getArray(10));
+                    byte[] headerBytes = rs.getBytes(18);
+                    UUID eventId = (UUID) rs.getObject(2);
+                    batch.add(new InboxEvent(rs.getLong(1), config.consumer(), eventId,
+                            InboxBytes.textForm(keyBytes), rs.getString(4), rs.getString(5), rs.getString(6),
+                            aggregateVersion, rs.getBytes(8), headers, rs.getString(11), sourcePartition,
+                            sourceOffset, rs.getTimestamp(14).toInstant(), rs.getInt(15), keyBytes,
+                            headerBytes(eventId, headerBytes, headers)));
                 }
             }
         }
         return new Claimed(batch, ageMicros);
+    }
+
+    /** The exact header values; a {@code header_bytes} this version cannot read must not stop the lane. */
+    private Map<String, byte[]> headerBytes(UUID eventId, byte[] encoded, Map<String, String> headers) {
+        if (encoded == null) {
+            return InboxBytes.bytesOf(headers);
+        }
+        try {
+            return InboxBytes.decodeHeaders(encoded);
+        } catch (RuntimeException e) {
+            log.warn("txoutbox-inbox {}: event {}: header_bytes unreadable ({}); the handler gets the headers' UTF-8 "
+                    + "text forms instead", laneId, eventId, e.toString());
+            return InboxBytes.bytesOf(headers);
+        }
     }
 
     private static Map<String, String> headers(Array names, Array values) throws SQLException {

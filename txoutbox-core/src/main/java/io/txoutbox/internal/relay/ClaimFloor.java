@@ -138,6 +138,41 @@ final class ClaimFloor {
         return floor;
     }
 
+    /**
+     * The floor's proof for a reader that walks the table by id once and must not pass a row that commits after it
+     * went by (a replay): {@code provable} false when the sequence gives no such proof (no identity sequence, an
+     * increment or cache above 1); else {@code settledUpTo} is an id such that every row at or below it is committed
+     * or gone, or -1 when {@code stillOpen} writer transactions had not ended by the deadline.
+     */
+    record Settlement(boolean provable, long settledUpTo, int stillOpen) {
+    }
+
+    /**
+     * Waits (checking every {@value #CHECK_MILLIS} ms, each check its own statement: {@code c} is in autocommit) until
+     * the ids handed out so far are settled, by the rule the floor uses: read the sequence, then the transactions that
+     * may still commit ids up to it, and wait for those to end. {@code stop} ends the wait early (returns unsettled).
+     */
+    Settlement awaitSettled(Connection c, long deadlineNanos, java.util.function.BooleanSupplier stop)
+            throws SQLException, InterruptedException {
+        if (!resolve(c)) {
+            return new Settlement(false, -1, 0);
+        }
+        long upTo = lastValue(c); // first the ids handed out so far, then who may still commit some
+        Set<String> open = holders(c);
+        while (true) {
+            Set<String> still = holders(c);
+            still.retainAll(open);
+            open = still; // a virtual transaction id is never reused, so the set only shrinks
+            if (open.isEmpty()) {
+                return new Settlement(true, upTo, 0);
+            }
+            if (System.nanoTime() - deadlineNanos >= 0 || stop.getAsBoolean()) {
+                return new Settlement(true, -1, open.size());
+            }
+            TimeUnit.MILLISECONDS.sleep(CHECK_MILLIS);
+        }
+    }
+
     private boolean resolve(Connection c) throws SQLException {
         if (resolved) {
             return true;

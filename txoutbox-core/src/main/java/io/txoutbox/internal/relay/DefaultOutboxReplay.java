@@ -2,6 +2,10 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxReplay;
+import io.txoutbox.OutboxReplay.Outcome;
+import io.txoutbox.OutboxReplay.SkipReason;
+import io.txoutbox.OutboxReplay.Skipped;
+import io.txoutbox.OutboxReplay.WhenUnpublished;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
@@ -28,6 +32,12 @@ import org.slf4j.LoggerFactory;
  * {@link OutboxReplay}: walks the outbox by id windows (the BRIN index on {@code id} finds each window's pages, so
  * no page of the range is ever read twice and nothing is sorted but one window), sends each page as one batch through
  * the transport on the lane {@code replay-<name>}, and checkpoints the last id after the page was acknowledged.
+ *
+ * <p>Every row of a window is read whatever its state, so none is passed unseen: published rows are sent, dead and
+ * discarded ones reported, and at a pending or parked one the replay waits or reports, as configured. Rows that are
+ * not visible yet (a writer's transaction drew the id but has not committed) are ruled out before the walk by the
+ * claim floor's settlement rule ({@link ClaimFloor#awaitSettled}): once the writers that may still commit ids up to
+ * the range's end have ended, every row of the range is visible to the walk's later statements.
  */
 public final class DefaultOutboxReplay implements OutboxReplay {
 
@@ -40,6 +50,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     private final String checkpoints;
     private final String filter;
     private final String pageSql;
+    private final String stateSql;
+    private final ClaimFloor settlement;
     private volatile boolean stopping;
 
     public DefaultOutboxReplay(OutboxReplay.Builder builder) {
@@ -47,8 +59,11 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         this.table = builder.schema().qualifiedOutboxTable();
         this.checkpoints = "\"" + builder.schema().schema() + "\".\"" + builder.schema().outboxTable() + "_replay\"";
         this.filter = describeFilter(builder);
-        this.pageSql = "SELECT " + RelaySql.RECORD_COLUMNS + " FROM " + table
-                + " WHERE id > ? AND id <= ? AND state = 'PUBLISHED'"
+        this.settlement = new ClaimFloor(table);
+        this.stateSql = "SELECT state FROM " + table + " WHERE event_id = ?";
+        // every state: a row that is not published must be seen to be waited for or reported, never passed silently
+        this.pageSql = "SELECT " + RelaySql.RECORD_COLUMNS + ", state FROM " + table
+                + " WHERE id > ? AND id <= ?"
                 + " AND (?::text IS NULL OR topic = ?::text)"
                 + " AND (?::text IS NULL OR aggregate_type = ?::text)"
                 + " AND (?::text IS NULL OR aggregate_id = ?::text)"
@@ -79,7 +94,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                 if (cp.finished) {
                     log.info("txoutbox-replay {}: already done ({} replayed); reset() to run it again", b.name(),
                             cp.replayed);
-                    return cp.result(true, Duration.ZERO);
+                    return cp.result(Outcome.DONE, List.of(), null, Duration.ZERO);
                 }
                 log.info("txoutbox-replay {}: {} from id {} up to {} ({})", b.name(),
                         cp.lastId == Math.max(0, b.idFrom() - 1) ? "starting" : "resuming", cp.lastId, cp.upTo,
@@ -99,40 +114,204 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         }
     }
 
+    /**
+     * A row of a page: the record to send (redirected, with the replay header), its own topic and its state when
+     * read.
+     */
+    private record Row(OutboxRecord record, String topic, String state) {
+    }
+
+    /** What this run skipped: the count, and the first {@value OutboxReplay#MAX_REPORTED} one by one. */
+    private final class Skips {
+        final List<Skipped> listed = new ArrayList<>();
+        long count;
+
+        void add(Row row, SkipReason reason, String detail) {
+            add(row.record, row.topic, row.state, reason, detail);
+        }
+
+        void add(OutboxRecord r, String topic, String state, SkipReason reason, String detail) {
+            count++;
+            if (listed.size() < MAX_REPORTED) {
+                listed.add(new Skipped(r.eventId(), r.id(), topic, state, reason));
+                log.warn("txoutbox-replay {}: event {} (outbox id {}, {}) not replayed: {}{}", b.name(), r.eventId(),
+                        r.id(), state, reason, detail == null ? "" : ": " + detail);
+            } else if (listed.size() == MAX_REPORTED && count == MAX_REPORTED + 1) {
+                log.warn("txoutbox-replay {}: more than {} events skipped; the others are counted, not listed",
+                        b.name(), MAX_REPORTED);
+            }
+        }
+    }
+
+    private enum Wait { FINAL, STOPPED, TIMED_OUT }
+
     private Result loop(Connection c, Checkpoint cp, long started) throws SQLException, InterruptedException {
+        Skips skips = new Skips();
         long lo = cp.lastId;
         long window = b.batchSize();
         long sentThisRun = 0;
         long paceStart = System.nanoTime();
-        while (!stopping && !Thread.currentThread().isInterrupted() && lo < cp.upTo) {
+        Outcome outcome = settle(c, cp);
+        Skipped waitingFor = null;
+        while (outcome == null) {
+            if (stopping || Thread.currentThread().isInterrupted()) {
+                outcome = Outcome.STOPPED;
+                break;
+            }
+            if (lo >= cp.upTo) {
+                outcome = Outcome.DONE;
+                break;
+            }
             long hi = Math.min(cp.upTo, lo + window);
-            List<OutboxRecord> page = page(c, lo, hi);
-            if (page.isEmpty()) {
+            List<Row> rows = page(c, lo, hi);
+            if (rows.isEmpty()) {
                 lo = hi;
                 window = Math.min(MAX_WINDOW, window * 2);
                 continue;
             }
-            long skipped = send(page);
-            lo = page.size() == b.batchSize() ? page.get(page.size() - 1).id() : hi;
             window = b.batchSize();
-            cp.replayed += page.size() - skipped;
-            cp.skipped += skipped;
+            long skippedBefore = skips.count;
+            List<OutboxRecord> toSend = new ArrayList<>(rows.size());
+            Row blocking = null;
+            for (Row row : rows) {
+                switch (row.state) {
+                    case "PUBLISHED" -> toSend.add(row.record);
+                    case "DEAD" -> skips.add(row, SkipReason.DEAD, null);
+                    case "DISCARDED" -> skips.add(row, SkipReason.DISCARDED, null);
+                    default -> { // PENDING or PARKED: not final yet
+                        if (b.whenUnpublished() == WhenUnpublished.REPORT) {
+                            skips.add(row, SkipReason.NOT_PUBLISHED, null);
+                        } else {
+                            blocking = row;
+                        }
+                    }
+                }
+                if (blocking != null) {
+                    break; // what comes after it waits, so that the target topic gets the range in id order
+                }
+            }
+            long refused = toSend.isEmpty() ? 0 : send(toSend, originalTopics(rows), skips);
+            cp.replayed += toSend.size() - refused;
+            cp.skipped += skips.count - skippedBefore;
+            lo = blocking != null ? blocking.record.id() - 1
+                    : rows.size() == b.batchSize() ? rows.get(rows.size() - 1).record.id() : hi;
             cp.lastId = lo;
             save(c, cp, false);
-            sentThisRun += page.size();
+            sentThisRun += toSend.size();
             pace(paceStart, sentThisRun);
+            if (blocking != null) {
+                Wait w = awaitFinal(c, blocking);
+                if (w == Wait.TIMED_OUT) {
+                    outcome = Outcome.WAIT_TIMED_OUT;
+                    waitingFor = new Skipped(blocking.record.eventId(), blocking.record.id(), blocking.topic,
+                            currentState(c, blocking), SkipReason.NOT_PUBLISHED);
+                } else if (w == Wait.STOPPED) {
+                    outcome = Outcome.STOPPED;
+                }
+                // FINAL: the next page starts at the row and finds it published (sent) or dead (reported)
+            }
         }
-        boolean done = lo >= cp.upTo;
+        boolean done = outcome == Outcome.DONE;
         cp.lastId = lo;
         save(c, cp, done);
         Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
-        log.info("txoutbox-replay {}: {} ({} replayed, {} skipped in all; {} this run in {} ms)", b.name(),
-                done ? "done" : "stopped", cp.replayed, cp.skipped, sentThisRun, elapsed.toMillis());
-        return cp.result(done, elapsed);
+        log.info("txoutbox-replay {}: {} ({} replayed, {} skipped in all; {} sent, {} skipped this run in {} ms)",
+                b.name(), switch (outcome) {
+                    case DONE -> "done";
+                    case STOPPED -> "stopped";
+                    case WAIT_TIMED_OUT -> "stopped waiting after replay.waitTimeout " + b.waitTimeout()
+                            + "; run it again to resume at outbox id " + (lo + 1);
+                }, cp.replayed, cp.skipped, sentThisRun, skips.count, elapsed.toMillis());
+        // refusals are found after the page's other skips: listed in id order all the same
+        skips.listed.sort(java.util.Comparator.comparingLong(Skipped::id));
+        return cp.result(outcome, skips.listed, waitingFor, elapsed);
     }
 
-    private List<OutboxRecord> page(Connection c, long lo, long hi) throws SQLException {
-        List<OutboxRecord> out = new ArrayList<>();
+    /**
+     * Waits until every id up to the range's end is settled, so that the walk sees every row of the range: the claim
+     * floor's rule (read the sequence, then wait for the writer transactions that may still commit ids up to it).
+     * Returns null to go on, or the outcome that ends the run.
+     */
+    private Outcome settle(Connection c, Checkpoint cp) throws SQLException, InterruptedException {
+        if (cp.lastId >= cp.upTo) {
+            return null;
+        }
+        long startNanos = System.nanoTime();
+        ClaimFloor.Settlement s = settlement.awaitSettled(c, startNanos + b.waitTimeout().toNanos(),
+                () -> stopping || Thread.currentThread().isInterrupted());
+        if (!s.provable()) {
+            log.warn("txoutbox-replay {}: the outbox's id sequence hands ids out of order (or there is none), so "
+                    + "late commits below id {} cannot be ruled out; such events may be missed", b.name(), cp.upTo);
+            return null;
+        }
+        if (s.settledUpTo() >= 0) {
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+            if (waited >= ClaimFloor.CHECK_MILLIS) {
+                log.info("txoutbox-replay {}: waited {} ms for writer transactions that could still commit events "
+                        + "of the range", b.name(), waited);
+            }
+            return null;
+        }
+        if (stopping || Thread.currentThread().isInterrupted()) {
+            return Outcome.STOPPED;
+        }
+        log.warn("txoutbox-replay {}: {} writer transaction(s) that may still commit events with ids up to {} did "
+                + "not end within replay.waitTimeout {}; nothing was replayed by this run, run it again (or find the "
+                + "long transaction in pg_stat_activity)", b.name(), s.stillOpen(), cp.upTo, b.waitTimeout());
+        return Outcome.WAIT_TIMED_OUT;
+    }
+
+    /** Waits, bounded by the wait timeout, until the row is no longer pending or parked (or gone). */
+    private Wait awaitFinal(Connection c, Row row) throws SQLException, InterruptedException {
+        OutboxRecord r = row.record;
+        long startNanos = System.nanoTime();
+        long deadline = startNanos + b.waitTimeout().toNanos();
+        log.info("txoutbox-replay {}: waiting for event {} (outbox id {}, {}) before going on, up to {}{}", b.name(),
+                r.eventId(), r.id(), row.state, b.waitTimeout(), row.state.equals("PARKED")
+                        ? ": its key is parked; requeue (OutboxAdmin.requeue) or discard it to let the replay on" : "");
+        long pollMs = 20;
+        while (true) {
+            String state = currentState(c, row);
+            if (state == null || !(state.equals("PENDING") || state.equals("PARKED"))) {
+                log.info("txoutbox-replay {}: event {} is {} after {} ms; going on", b.name(), r.eventId(),
+                        state == null ? "gone" : state, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+                return Wait.FINAL;
+            }
+            if (stopping || Thread.currentThread().isInterrupted()) {
+                return Wait.STOPPED;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                log.warn("txoutbox-replay {}: event {} (outbox id {}) is still {} after replay.waitTimeout {}; "
+                        + "stopping here, run the replay again to resume at it", b.name(), r.eventId(), r.id(), state,
+                        b.waitTimeout());
+                return Wait.TIMED_OUT;
+            }
+            // a poll of one row's state, not a wait for work inside the replay: the relay publishes it elsewhere
+            TimeUnit.MILLISECONDS.sleep(Math.min(pollMs, TimeUnit.NANOSECONDS.toMillis(left) + 1));
+            pollMs = Math.min(1_000, pollMs * 2);
+        }
+    }
+
+    private String currentState(Connection c, Row row) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(stateSql)) {
+            ps.setObject(1, row.record.eventId());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    private static Map<Long, String> originalTopics(List<Row> rows) {
+        Map<Long, String> topics = new HashMap<>();
+        for (Row row : rows) {
+            topics.put(row.record.id(), row.topic);
+        }
+        return topics;
+    }
+
+    private List<Row> page(Connection c, long lo, long hi) throws SQLException {
+        List<Row> out = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(pageSql)) {
             int i = 1;
             ps.setLong(i++, lo);
@@ -153,7 +332,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                     OutboxRecord r = RelaySql.record(rs);
                     Map<String, String> headers = new HashMap<>(r.headers());
                     headers.put(REPLAY_HEADER, b.name());
-                    out.add(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers));
+                    out.add(new Row(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers), r.topic(),
+                            rs.getString(14)));
                 }
             }
         }
@@ -163,9 +343,9 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     /**
      * Sends the page until every record is delivered or refused for good; what is not delivered goes again, in
      * order, after a growing pause (the transport's contract keeps a failed record's later records of its key back).
-     * Returns how many were refused for good.
+     * Records refused for good are added to {@code skips}; returns how many.
      */
-    private long send(List<OutboxRecord> page) throws InterruptedException {
+    private long send(List<OutboxRecord> page, Map<Long, String> topics, Skips skips) throws InterruptedException {
         List<OutboxRecord> left = page;
         long skipped = 0;
         long backoffMs = 50;
@@ -179,6 +359,10 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                 log.warn("txoutbox-replay {}: page of {} not acknowledged ({}); sending it again", b.name(),
                         left.size(), e.toString());
             }
+            if (results != null && results.size() != left.size()) {
+                log.warn("txoutbox-replay {}: transport returned {} results for a page of {}; sending it again",
+                        b.name(), results.size(), left.size());
+            }
             List<OutboxRecord> again = new ArrayList<>();
             for (int i = 0; i < left.size(); i++) {
                 SendResult r = results == null || results.size() != left.size() ? null : results.get(i);
@@ -187,8 +371,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                 }
                 if (r instanceof SendResult.Failed f && f.kind() == SendResult.Kind.PERMANENT) {
                     skipped++;
-                    log.error("txoutbox-replay {}: event {} (outbox id {}) refused for good, skipped: {}", b.name(),
-                            left.get(i).eventId(), left.get(i).id(), f.cause().toString());
+                    skips.add(left.get(i), topics.get(left.get(i).id()), "PUBLISHED", SkipReason.REFUSED,
+                            "refused for good by the transport: " + f.cause().toString());
                     continue;
                 }
                 again.add(left.get(i));
@@ -225,8 +409,9 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         long skipped;
         boolean finished;
 
-        Result result(boolean done, Duration elapsed) {
-            return new Result(b.name(), replayed, skipped, lastId, upTo, done, elapsed);
+        Result result(Outcome outcome, List<Skipped> skippedEvents, Skipped waitingFor, Duration elapsed) {
+            return new Result(b.name(), replayed, skipped, skippedEvents, lastId, upTo, outcome == Outcome.DONE,
+                    outcome, waitingFor, elapsed);
         }
     }
 
@@ -305,7 +490,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     public Result progress() {
         try (Connection c = ReadCommitted.open(b.dataSource())) {
             Checkpoint cp = read(c);
-            return cp == null ? null : cp.result(cp.finished, Duration.ZERO);
+            // the stored progress has counts, not the listed skips; an unfinished replay has no outcome yet
+            return cp == null ? null : cp.result(cp.finished ? Outcome.DONE : null, List.of(), null, Duration.ZERO);
         } catch (SQLException e) {
             throw new OutboxException("reading the progress of replay '" + b.name() + "' failed: " + e.getMessage(),
                     e, true);

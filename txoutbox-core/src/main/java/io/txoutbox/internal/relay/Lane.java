@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.LaneLock;
+import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
@@ -664,19 +665,19 @@ final class Lane implements Runnable {
         if (!permanent && attempts < config.retry().maxAttempts()) {
             long delay = config.retry().backoffAfter(attempts).toMillis();
             log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    r.eventId(), r.key(), attempts, config.retry().maxAttempts(), delay, error);
+                    r.eventId(), key(r.key()), attempts, config.retry().maxAttempts(), delay, error);
             update.add(r.id(), r.topic(), error, delay, "PENDING", 1);
             return;
         }
         String why = permanent ? "failed permanently" : "failed " + attempts + " times";
         if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
             log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
-                    laneId, r.eventId(), why, r.key(), error);
+                    laneId, r.eventId(), why, key(r.key()), error);
             update.add(r.id(), r.topic(), error, 0, "PARKED", 1);
             update.parked++;
         } else {
             log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
-                    why, r.key(), error);
+                    why, key(r.key()), error);
             update.add(r.id(), r.topic(), error, 0, "DEAD", 1);
             update.dead++;
             deadLetters.add(f);
@@ -695,10 +696,22 @@ final class Lane implements Runnable {
             records.add(r.redirect(config.deadLetterTopic(), headers));
         }
         List<SendResult> results;
+        String failure = null;
         try {
             results = transport.send(laneId + "-dlt", records).toCompletableFuture()
                     .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException | TimeoutException e) {
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            results = null;
+            failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause().toString()
+                    : e.toString();
+        }
+        if (results != null && results.size() != records.size()) {
+            // Results are matched to records by position: with one too many or too few nothing says which belongs
+            // to which, so the whole send counts as failed rather than taking an event as dead-lettered on a guess.
+            failure = "transport returned " + results.size() + " results for " + records.size()
+                    + " dead-letter records (it must return one per record, in order)";
+            log.error("txoutbox-relay {}: dead-letter send to {}: {}; the events stay pending and are retried",
+                    laneId, config.deadLetterTopic(), failure);
             results = null;
         }
         for (int i = 0; i < records.size(); i++) {
@@ -706,10 +719,18 @@ final class Lane implements Runnable {
                 // Not in the dead-letter topic: keep the event pending and try again later.
                 OutboxRecord r = dead.get(i).record;
                 long delay = config.retry().backoffAfter(r.attempts() + 1).toMillis();
-                update.set(r.id(), "dead-letter topic send failed; will retry", delay, "PENDING", 1);
+                String why = failure != null ? failure
+                        : results.get(i) instanceof SendResult.Failed f ? describe(f) : "not delivered";
+                update.set(r.id(), truncate("dead-letter topic send failed; will retry: " + why, MAX_ERROR_LENGTH),
+                        delay, "PENDING", 1);
                 update.dead--;
             }
         }
+    }
+
+    /** A partition key as this relay's log lines show it (see {@link RelayConfig#logPartitionKeys()}). */
+    private String key(String key) {
+        return LoggedKeys.show(key, config.logPartitionKeys());
     }
 
     private static String describe(SendResult.Failed f) {

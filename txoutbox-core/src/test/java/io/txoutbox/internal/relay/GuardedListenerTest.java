@@ -67,7 +67,7 @@ class GuardedListenerTest {
                     RelayConfig.DEFAULT_STATEMENT_TIMEOUT, RelayConfig.DEFAULT_LOCK_TIMEOUT,
                     RelayConfig.DEFAULT_TRANSACTION_TIMEOUT, RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX,
                     RelayConfig.DEFAULT_LEASE_TIMEOUT, 1, io.txoutbox.RetryPolicy.defaults(),
-                    RelayConfig.DEFAULT_FAILURE_POLICY, null, false));
+                    RelayConfig.DEFAULT_FAILURE_POLICY, null, false, false));
             guarded.batchCompleted(1, 1, 1, 1);
             guarded.published("orders", 1);
             guarded.sendFailed("orders", SendResult.Kind.PERMANENT);

@@ -1,0 +1,149 @@
+package io.txoutbox.internal;
+
+import io.txoutbox.OutboxSchema;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The online step that validates CHECK constraints a script added {@code NOT VALID}: one {@code VALIDATE CONSTRAINT}
+ * per constraint and transaction, which scans the table under SHARE UPDATE EXCLUSIVE (writers, the relay and the
+ * admin go on; on a partitioned table PostgreSQL validates every partition). A constraint that existing rows violate
+ * stays NOT VALID — it still refuses every new row — and the step says how many rows and how to fix them.
+ */
+public final class ValidateChecks implements OnlineStep {
+
+    /** How long a VALIDATE waits for its lock (behind a VACUUM, DDL, another validation) before the next migrate. */
+    static final Duration LOCK_TIMEOUT = Duration.ofSeconds(5);
+
+    private final List<String> constraints;
+    private final String fix;
+
+    /**
+     * @param constraints the constraint names, on the outbox table
+     * @param fix         what an operator does about rows that violate them, for the warning
+     */
+    public ValidateChecks(List<String> constraints, String fix) {
+        this.constraints = List.copyOf(constraints);
+        this.fix = fix;
+    }
+
+    @Override
+    public String run(Connection c, OutboxSchema schema) throws SQLException {
+        String table = schema.qualifiedOutboxTable();
+        List<String> notValid = notValid(c, table);
+        c.commit();
+        Map<String, Long> violated = new LinkedHashMap<>();
+        List<String> busy = new ArrayList<>();
+        for (String name : notValid) {
+            if (!busy.isEmpty()) {
+                busy.add(name); // the lock the first one waited for is the same for all
+                continue;
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("SET LOCAL lock_timeout = '" + LOCK_TIMEOUT.toMillis() + "ms'");
+                st.execute("SET LOCAL statement_timeout = 0"); // the scan takes as long as the table needs
+                st.execute("ALTER TABLE " + table + " VALIDATE CONSTRAINT " + Identifiers.quote(name));
+                c.commit();
+            } catch (SQLException e) {
+                rollbackQuietly(c);
+                if ("23514".equals(e.getSQLState())) {
+                    violated.put(name, violations(c, table, name));
+                    c.commit();
+                } else if ("55P03".equals(e.getSQLState())) {
+                    busy.add(name);
+                } else {
+                    throw e;
+                }
+            }
+        }
+        if (violated.isEmpty() && busy.isEmpty()) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder();
+        if (!violated.isEmpty()) {
+            long rows = violated.values().stream().mapToLong(Long::longValue).sum();
+            b.append(rows).append(rows == 1 ? " row violates " : " rows violate ").append(violated).append(": ")
+                    .append(fix)
+                    .append(". Those constraints stay NOT VALID until then; they already refuse every new row,"
+                            + " and the next migrate validates them.");
+        }
+        if (!busy.isEmpty()) {
+            b.append(b.isEmpty() ? "" : " ").append("constraints ").append(busy).append(" stay NOT VALID for now: their validation waited ").append(LOCK_TIMEOUT.toSeconds())
+                    .append(" s for its lock (SHARE UPDATE EXCLUSIVE, taken by VACUUM and DDL too); the next"
+                            + " migrate validates them.");
+        }
+        return b.toString();
+    }
+
+    private List<String> notValid(Connection c, String table) throws SQLException {
+        return notValid(c, table, constraints);
+    }
+
+    /**
+     * Rows that violate each of {@code names} that is NOT VALID on {@code table} (a scan per constraint); only the
+     * constraints with violating rows are in the map.
+     */
+    static Map<String, Long> violations(Connection c, String table, List<String> names) throws SQLException {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (String name : notValid(c, table, names)) {
+            long n = violations(c, table, name);
+            if (n > 0) {
+                out.put(name, n);
+            }
+        }
+        return out;
+    }
+
+    private static List<String> notValid(Connection c, String table, List<String> names) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT conname FROM pg_constraint WHERE conrelid ="
+                + " ?::regclass AND contype = 'c' AND NOT convalidated AND conname = ANY(?) ORDER BY conname")) {
+            ps.setString(1, table);
+            ps.setArray(2, c.createArrayOf("text", names.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(1));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Rows the constraint refuses: its own expression, read from the catalog, evaluates to false. */
+    private static long violations(Connection c, String table, String name) throws SQLException {
+        String expression;
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_expr(conbin, conrelid) FROM pg_constraint"
+                + " WHERE conrelid = ?::regclass AND conname = ?")) {
+            ps.setString(1, table);
+            ps.setString(2, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return 0; // dropped meanwhile
+                }
+                expression = rs.getString(1);
+            }
+        }
+        try (Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT count(*) FROM " + table + " WHERE (" + expression
+                        + ") IS FALSE")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // the original failure is reported
+        }
+    }
+}
