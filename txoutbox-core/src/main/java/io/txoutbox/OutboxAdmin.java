@@ -184,7 +184,8 @@ public interface OutboxAdmin {
     /**
      * One lane of the relays working this outbox, as PostgreSQL sees it: the instance holding its lock (empty when
      * nobody does), since when that session exists, and its last statement (claims and heartbeats: at least every
-     * third of the lease while it owns the lane).
+     * third of the lease while it owns the lane). Both times are null when the reading role may not see the relay's
+     * sessions (PostgreSQL shows them to members of the relay's role and of {@code pg_read_all_stats}).
      */
     record LaneOwner(int lane, String instanceId, Instant since, Instant lastActivity) {
     }

@@ -117,6 +117,7 @@ public final class OutboxHealth {
             lastDead = backlog.deadEvents();
         }
         if (relay != null) {
+            relay.failure().ifPresent(f -> reasons.add(f.getMessage()));
             for (PollingRelay.LaneStatus lane : relay.lanes()) {
                 Duration since = Duration.between(lane.lastLoopAt(), now);
                 if (since.compareTo(maxLoopStall) > 0) {

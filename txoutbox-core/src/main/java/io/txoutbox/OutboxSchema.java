@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -68,7 +69,7 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
      * does not block writers, then takes an exclusive lock for a catalog change only (milliseconds).
      */
     public void migrate(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             migrate(c);
         } catch (SQLException e) {
             throw new OutboxException("migration of " + this + " failed: could not connect: " + e.getMessage(), e,

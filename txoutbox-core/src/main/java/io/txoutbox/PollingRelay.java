@@ -36,8 +36,21 @@ import javax.sql.DataSource;
  */
 public interface PollingRelay extends AutoCloseable {
 
-    /** Starts the lanes; returns at once. */
+    /**
+     * Starts the lanes; returns at once. First checks that the database role holds every privilege the relay needs
+     * ({@link OutboxGrants.Component#RELAY}) and throws an {@link OutboxException} naming the GRANT statements it
+     * lacks; when the database cannot be reached yet, the lanes start and a missing privilege stops them later (see
+     * {@link #failure()}).
+     */
     PollingRelay start();
+
+    /**
+     * Why the relay stopped on its own — its role lost a privilege it needs (SQLState 42501), which retrying would not
+     * change — with the GRANT statements to run; empty while it runs.
+     */
+    default java.util.Optional<OutboxException> failure() {
+        return java.util.Optional.empty();
+    }
 
     /** Wakes the lanes now (call after a commit that wrote events); cheap, never blocks. */
     void nudge();

@@ -221,7 +221,8 @@ public final class DefaultOutbox implements Outbox {
             throw new OutboxException("publish of " + rows.size() + " event(s) starting with "
                     + rows.get(0).message.eventId() + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState()
                     + "). The transaction is aborted: roll it back. "
-                    + ("42P01".equals(e.getSQLState()) ? "Run OutboxSchema.migrate(dataSource) first." : ""),
+                    + ("42P01".equals(e.getSQLState()) ? "Run OutboxSchema.migrate(dataSource) first." : "")
+                    + Privileges.hint(e, io.txoutbox.OutboxGrants.Component.WRITER),
                     e, SqlErrors.isRetriable(e));
         }
     }

@@ -107,8 +107,14 @@ public final class SchemaMigrator {
     public void migrate(Connection c) {
         String history = Identifiers.quote(schema.schema()) + ".txoutbox_schema_history";
         boolean autoCommit = true;
+        int isolation = Connection.TRANSACTION_READ_COMMITTED;
         try {
             autoCommit = c.getAutoCommit();
+            if (autoCommit) {
+                // a second instance waits for the lock below and must then read the first one's history, which a
+                // snapshot taken before the wait (REPEATABLE READ, SERIALIZABLE) would not show
+                isolation = ReadCommitted.pin(c);
+            }
             c.setAutoCommit(false);
             try (PreparedStatement lock = c.prepareStatement("SELECT pg_advisory_xact_lock(?, ?)")) {
                 lock.setInt(1, LOCK_NAMESPACE);
@@ -191,6 +197,9 @@ public final class SchemaMigrator {
                 c.setAutoCommit(autoCommit);
             } catch (SQLException ignored) {
                 // the connection is broken; the caller will find out
+            }
+            if (autoCommit) {
+                ReadCommitted.restore(c, isolation);
             }
         }
     }

@@ -6,7 +6,9 @@ import java.sql.SQLException;
  * Classifies PostgreSQL errors by SQLState class: connection problems ({@code 08}), transaction rollbacks such as
  * serialization failures and deadlocks ({@code 40}), operator intervention and shutdown ({@code 57}, e.g. a
  * statement or lock timeout) are retriable; data errors ({@code 22}), constraint violations ({@code 23}) and
- * syntax or missing objects ({@code 42}) repeat until something changes.
+ * syntax or missing objects ({@code 42}) repeat until something changes — among them a missing privilege
+ * ({@code 42501}), on which the relay, the inbox worker and the retention job stop instead of retrying
+ * ({@link Privileges}).
  */
 public final class SqlErrors {
 

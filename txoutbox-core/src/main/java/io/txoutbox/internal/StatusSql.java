@@ -95,7 +95,7 @@ public final class StatusSql {
     }
 
     private <T> T read(DataSource dataSource, String what, Read<T> read) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {

@@ -146,6 +146,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         if (closed.get()) {
             throw new OutboxException("Kafka inbox consumer " + b.name + " is closed; build a new one");
         }
+        if (!started.get()) {
+            checkPrivileges();
+        }
         if (started.compareAndSet(false, true)) {
             log.info("txoutbox-kafka-inbox {}: starting: consumer={} group={} topics={} mode={} deadLetterTopic={}",
                     b.name, b.consumerName, b.groupId, b.topics, b.handler == null ? "store" : "handle",
@@ -153,6 +156,27 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             thread.start();
         }
         return this;
+    }
+
+    /**
+     * Fails the start when the role lacks what storing (or, in handle mode, the dedupe) needs: every batch would fail
+     * on it and be read again. The handler's own statements are the application's to grant.
+     */
+    private void checkPrivileges() {
+        io.txoutbox.OutboxGrants.Component component = b.handler == null
+                ? io.txoutbox.OutboxGrants.Component.INBOX_RECEIVER : io.txoutbox.OutboxGrants.Component.DEDUPE;
+        java.util.List<String> missing;
+        try (Connection c = b.dataSource.getConnection()) {
+            missing = io.txoutbox.internal.Privileges.missing(c, b.schema, component);
+        } catch (SQLException | RuntimeException e) {
+            log.warn("txoutbox-kafka-inbox {}: could not check the consumer's privileges at start ({}); starting "
+                    + "anyway", b.name, e.toString());
+            return;
+        }
+        if (!missing.isEmpty()) {
+            throw new OutboxException(io.txoutbox.internal.Privileges.message("Kafka inbox consumer '" + b.name
+                    + "' cannot start", b.schema, component, missing), null, false);
+        }
     }
 
     public Stats stats() {

@@ -32,6 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -39,7 +40,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. */
+/**
+ * The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. Subclasses run the same
+ * scenarios with other session defaults for txoutbox's own connections ({@link #sessions}).
+ */
 @Tag("pg-version")
 class PollingRelayInMemoryIT {
 
@@ -49,6 +53,9 @@ class PollingRelayInMemoryIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     private TestDatabase db;
+    private DataSource sessions;
+    private DataSource relaySessions;
+    private DataSource adminSessions;
     private OutboxSchema schema;
     private Outbox outbox;
     private InMemoryTransport transport;
@@ -57,11 +64,29 @@ class PollingRelayInMemoryIT {
     @BeforeEach
     void setUp(TestInfo info) {
         db = postgres.database();
+        sessions = sessions(db);
         String name = info.getTestMethod().orElseThrow().getName();
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("ob_" + Math.abs(name.hashCode())).shards(8)
                 .build();
-        schema.migrate(db.dataSource());
+        schema.migrate(sessions);
+        relaySessions = relaySessions(db, schema);
+        adminSessions = adminSessions(db, schema);
         transport = new InMemoryTransport();
+    }
+
+    /** Where the relay, the admin and the migration take their connections (the writers use the test database's). */
+    DataSource sessions(TestDatabase db) {
+        return db.dataSource();
+    }
+
+    /** Where the relay takes its connections, once the table exists; by default {@link #sessions}. */
+    DataSource relaySessions(TestDatabase db, OutboxSchema schema) {
+        return sessions;
+    }
+
+    /** Where {@code OutboxAdmin} takes its connections, once the table exists; by default {@link #sessions}. */
+    DataSource adminSessions(TestDatabase db, OutboxSchema schema) {
+        return sessions;
     }
 
     @AfterEach
@@ -70,7 +95,7 @@ class PollingRelayInMemoryIT {
     }
 
     private PollingRelay.Builder relay() {
-        return PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport).lanes(2)
+        return PollingRelay.builder().dataSource(relaySessions).schema(schema).transport(transport).lanes(2)
                 .batchSize(100).pollInterval(Duration.ofMillis(50))
                 .retry(RetryPolicy.defaults().withBackoff(Duration.ofMillis(50), Duration.ofMillis(200)));
     }
@@ -112,7 +137,7 @@ class PollingRelayInMemoryIT {
             c.rollback();
         }
         transport.awaitDelivered(committed, WAIT);
-        await().atMost(WAIT).until(() -> OutboxAdmin.create(db.dataSource(), schema).pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxAdmin.create(adminSessions, schema).pendingCount() == 0);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).containsExactly(committed)
                 .doesNotContain(rolledBack);
         OutboxRecord r = transport.delivered().get(0);
@@ -211,8 +236,8 @@ class PollingRelayInMemoryIT {
             transport.awaitDelivered(ids.get(0), WAIT);
         }
         poisonFails.remove();
-        try (Connection c = db.connect(); var st = c.prepareStatement("UPDATE " + schema.qualifiedOutboxTable()
-                + " SET state = 'PENDING', next_attempt_at = NULL WHERE event_id = ?")) {
+        try (Connection c = db.connect();
+                var st = c.prepareStatement("UPDATE " + schema.qualifiedOutboxTable() + " SET state = 'PENDING', next_attempt_at = NULL WHERE event_id = ?")) {
             st.setObject(1, poison);
             assertThat(st.executeUpdate()).isEqualTo(1);
         }
@@ -253,7 +278,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"), event("k2", "E2"));
         transport.awaitDelivered(r -> "k2".equals(r.key()), 2, WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         OutboxAdmin.ParkedKey parked = admin.parkedKeys(10).get(0);
         assertThat(parked.key()).isEqualTo("k1");
@@ -284,7 +309,7 @@ class PollingRelayInMemoryIT {
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"),
                 event("k2", "E1"));
         start(relay().lanes(1));
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         transport.awaitDelivered(ids.get(0), WAIT);
         transport.awaitDelivered(ids.get(3), WAIT);
@@ -298,7 +323,7 @@ class PollingRelayInMemoryIT {
         outbox = outbox(relay);
         transport.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
         List<UUID> ids = write(outbox, event("k1", "Poison"), event("k1", "E2"));
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.skip(ids.get(0))).isTrue();
         transport.awaitDelivered(ids.get(1), WAIT);
@@ -321,7 +346,7 @@ class PollingRelayInMemoryIT {
                 .containsKey("dlt-exception").containsKey("dlt-reason");
         assertThat(DeliveredEvents.of(transport.delivered("orders")).eventTypesOfKey("k1"))
                 .containsExactly("E1", "E3");
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         assertThat(admin.deadEvents(10)).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(1));
         await().atMost(WAIT).until(() -> relay.stats().deadLettered() == 1);
     }
@@ -436,7 +461,7 @@ class PollingRelayInMemoryIT {
         transport.failWhen(r -> r.eventType().equals("Flaky"), SendResult.Kind.RETRIABLE);
         List<UUID> ids = write(outbox, event("k1", "Flaky"), event("k1", "After"), event("k2", "Fine"));
         transport.awaitDelivered(ids.get(2), WAIT);
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
         assertThat(admin.parkedKeys(10).get(0).attempts()).isEqualTo(3);
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).doesNotContain(ids.get(1));
@@ -452,7 +477,7 @@ class PollingRelayInMemoryIT {
         for (int i = 0; i < 20; i++) {
             ids.addAll(write(outbox, event("k" + (i % 4), "E" + i)));
         }
-        OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
+        OutboxAdmin admin = OutboxAdmin.create(adminSessions, schema);
         // the outage is visible on the rows, and nothing is parked even with maxAttempts=2
         await().atMost(WAIT).until(() -> db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
                 + " WHERE last_error LIKE 'transport unavailable%' AND next_attempt_at IS NOT NULL") >= 2);

@@ -5,8 +5,10 @@ import io.txoutbox.InboxMessage;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.JsonHeaders;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -55,7 +57,8 @@ public final class DefaultInbox implements Inbox {
         } catch (SQLException e) {
             throw new OutboxException("inbox: recording event " + eventId + " for consumer " + consumer
                     + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + "); roll back the transaction"
-                    + " (is the schema migrated?)", e, SqlErrors.isRetriable(e));
+                    + " (is the schema migrated?)" + Privileges.hint(e, OutboxGrants.Component.DEDUPE), e,
+                    SqlErrors.isRetriable(e));
         }
         try {
             work.apply(c);
@@ -244,7 +247,8 @@ public final class DefaultInbox implements Inbox {
     private static OutboxException storingFailed(String consumer, List<InboxMessage> messages, SQLException e) {
         return new OutboxException("inbox: storing " + messages.size() + " messages for consumer " + consumer
                 + " (first event " + messages.get(0).eventId() + ") failed: " + e.getMessage() + " (SQLState "
-                + e.getSQLState() + "); roll back the transaction", e, SqlErrors.isRetriable(e));
+                + e.getSQLState() + "); roll back the transaction"
+                + Privileges.hint(e, OutboxGrants.Component.INBOX_RECEIVER), e, SqlErrors.isRetriable(e));
     }
 
     private static String truncate(String s) {

@@ -4,7 +4,10 @@ import io.txoutbox.InboxAdmin;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import io.txoutbox.internal.StatusSql;
 import java.sql.Connection;
@@ -40,7 +43,7 @@ public final class DefaultInboxAdmin implements InboxAdmin {
     }
 
     private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             c.setAutoCommit(false);
             try {
                 T result = work.run(c);
@@ -51,8 +54,9 @@ public final class DefaultInboxAdmin implements InboxAdmin {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")",
-                    e, SqlErrors.isRetriable(e));
+            throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
+                    + Privileges.hint(e, what.startsWith("purging") ? OutboxGrants.Component.INBOX_RETENTION
+                            : OutboxGrants.Component.ADMIN), e, SqlErrors.isRetriable(e));
         }
     }
 

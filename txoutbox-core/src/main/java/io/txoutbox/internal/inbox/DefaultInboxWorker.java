@@ -3,7 +3,12 @@ package io.txoutbox.internal.inbox;
 import io.txoutbox.InboxWorker;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +30,8 @@ public final class DefaultInboxWorker implements InboxWorker {
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean denied = new AtomicBoolean();
+    private final DataSource dataSource;
 
     public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource) {
         this(config, dataSource, InboxListener.none());
@@ -32,10 +39,11 @@ public final class DefaultInboxWorker implements InboxWorker {
 
     public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource, InboxListener listener) {
         this.config = config;
+        this.dataSource = dataSource;
         this.listener = new GuardedInboxListener(listener, config.name());
         InboxSql sql = new InboxSql(config.schema().schema());
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener));
+            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener, this::denied));
         }
     }
 
@@ -44,6 +52,10 @@ public final class DefaultInboxWorker implements InboxWorker {
         if (closed.get()) {
             throw new OutboxException("inbox worker " + config.name() + " is closed; build a new one");
         }
+        if (started.get()) {
+            return this;
+        }
+        checkPrivileges();
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -56,6 +68,44 @@ public final class DefaultInboxWorker implements InboxWorker {
             t.start();
         }
         return this;
+    }
+
+    /** Fails the start when the role lacks a privilege: every lane would fail on it each cycle. */
+    private void checkPrivileges() {
+        List<String> missing;
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.INBOX_WORKER);
+        } catch (SQLException | RuntimeException e) {
+            log.warn("txoutbox-inbox {}: could not check the worker's privileges at start ({}); starting anyway, a "
+                    + "missing privilege stops the lanes when they meet it", config.name(), e.toString());
+            return;
+        }
+        if (!missing.isEmpty()) {
+            throw new OutboxException(Privileges.message("inbox worker '" + config.name() + "' cannot start",
+                    config.schema(), OutboxGrants.Component.INBOX_WORKER, missing), null, false);
+        }
+    }
+
+    /** A lane met "permission denied" (42501) outside a handler: the worker stops all lanes, once, and says why. */
+    private void denied(Throwable cause) {
+        if (!denied.compareAndSet(false, true)) {
+            return;
+        }
+        List<String> missing = List.of();
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.INBOX_WORKER);
+        } catch (SQLException | RuntimeException e) {
+            log.debug("txoutbox-inbox {}: could not list the missing privileges: {}", config.name(), e.toString());
+        }
+        String message = missing.isEmpty()
+                ? "inbox worker '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501)"
+                : Privileges.message("inbox worker '" + config.name() + "' stopped", config.schema(),
+                        OutboxGrants.Component.INBOX_WORKER, missing);
+        log.error("txoutbox-inbox {}: {}", config.name(), message);
+        listener.loopFailed(new OutboxException(message, cause, false));
+        for (WorkerLane lane : lanes) {
+            lane.stop();
+        }
     }
 
     @Override

@@ -7,6 +7,8 @@ import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -52,16 +54,21 @@ final class WorkerLane implements Runnable {
     private final InboxCounters counters;
     private final InboxListener listener;
     private final Semaphore wake = new Semaphore(0);
+    /** Told when the lane meets "permission denied" (42501): the worker stops. */
+    private final java.util.function.Consumer<Throwable> denied;
 
     private volatile boolean stopping;
     private Connection connection;
+    /** The isolation level the connection had before the lane pinned READ COMMITTED. */
+    private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private boolean owner;
     private long errorBackoffMs;
     private String standbyReason;
 
     WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
-            InboxListener listener) {
+            InboxListener listener, java.util.function.Consumer<Throwable> denied) {
         this.config = config;
+        this.denied = denied;
         this.index = index;
         this.laneId = config.name() + "-" + index;
         this.dataSource = dataSource;
@@ -114,6 +121,14 @@ final class WorkerLane implements Runnable {
                     stopping = true;
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (Privileges.isDenied(t)) {
+                        // not worth a retry: the next cycle meets the same missing grant (the worker says which)
+                        log.error("txoutbox-inbox {}: permission denied, the lane stops: {}", laneId, t.toString());
+                        releaseConnection();
+                        stopping = true;
+                        denied.accept(t);
+                        continue;
+                    }
                     listener.loopFailed(t);
                     log.error("txoutbox-inbox {}: batch failed, reconnecting (its rows stay pending): {}", laneId,
                             t.toString(), t);
@@ -137,6 +152,8 @@ final class WorkerLane implements Runnable {
         if (connection == null) {
             connection = dataSource.getConnection();
             connection.setAutoCommit(true);
+            // like every txoutbox session; the handler's effects share the batch's transaction, so they run at it too
+            isolation = ReadCommitted.pin(connection);
             try (Statement st = connection.createStatement()) {
                 st.execute("SET plan_cache_mode = force_custom_plan");
                 st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
@@ -192,6 +209,7 @@ final class WorkerLane implements Runnable {
                 st.execute("SELECT pg_advisory_unlock_all()");
                 st.execute("RESET ALL");
             }
+            ReadCommitted.restore(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-inbox {}: could not reset connection: {}", laneId, e.toString());
         } finally {

@@ -24,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * is parsed or its plan is locked for execution) before it draws an id, so any transaction that may still commit a
  * row with an id at or below L is among them. Once none of them holds the lock
  * any more, every row up to L is committed or gone, and the next claim (a later statement, so a later snapshot) sees
- * all of them. The new floor is then the lowest of: L + 1, the first row that claim returned, and the first row of
- * every key (or unkeyed row) that waits. A sequence with a cache above 1 hands ids out of order, so then there is no
+ * all of them — a later statement has a later snapshot only under READ COMMITTED, which the lane's session is pinned
+ * to ({@link LaneSession}); under REPEATABLE READ the claim would reuse the snapshot of the transaction's first
+ * statement, taken before the lock read. The new floor is then the lowest of: L + 1, the first row that claim
+ * returned, and the first row of every key (or unkeyed row) that waits. A sequence with a cache above 1 hands ids out of order, so then there is no
  * floor. Rows put back below the floor by hand (an operator requeueing a dead event) are found by a claim without
  * floor every {@value #SWEEP_MILLIS} ms.
  */

@@ -2,7 +2,10 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -61,7 +64,10 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                     // application_name: "txoutbox-relay <lane id> <instance id>"
                     String app = rs.getString(2);
                     String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
-                    out.add(new LaneOwner(rs.getInt(1), instance, rs.getTimestamp(3).toInstant(),
+                    // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
+                    // pg_read_all_stats) sees their application_name but not their times
+                    out.add(new LaneOwner(rs.getInt(1), instance,
+                            rs.getTimestamp(3) == null ? null : rs.getTimestamp(3).toInstant(),
                             rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
                 }
             }
@@ -89,7 +95,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     }
 
     private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             c.setAutoCommit(false);
             try {
                 T result = work.run(c);
@@ -103,7 +109,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
             String hint = "42703".equals(e.getSQLState()) ? "; the outbox table is older than this version of"
                     + " txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)" : "";
             throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
-                    + hint, e, SqlErrors.isRetriable(e));
+                    + hint + Privileges.hint(e, OutboxGrants.Component.ADMIN), e, SqlErrors.isRetriable(e));
         }
     }
 

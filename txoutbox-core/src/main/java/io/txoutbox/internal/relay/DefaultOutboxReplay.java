@@ -6,6 +6,7 @@ import io.txoutbox.OutboxReplay.Outcome;
 import io.txoutbox.OutboxReplay.SkipReason;
 import io.txoutbox.OutboxReplay.Skipped;
 import io.txoutbox.OutboxReplay.WhenUnpublished;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
@@ -81,7 +82,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     @Override
     public Result run() {
         long started = System.nanoTime();
-        try (Connection c = b.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(b.dataSource())) {
             c.setAutoCommit(true);
             long lockKey = lockKey();
             if (!tryLock(c, lockKey)) {
@@ -487,7 +488,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public Result progress() {
-        try (Connection c = b.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(b.dataSource())) {
             Checkpoint cp = read(c);
             // the stored progress has counts, not the listed skips; an unfinished replay has no outcome yet
             return cp == null ? null : cp.result(cp.finished ? Outcome.DONE : null, List.of(), null, Duration.ZERO);
@@ -499,7 +500,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public void reset() {
-        try (Connection c = b.dataSource().getConnection();
+        try (Connection c = ReadCommitted.open(b.dataSource());
                 PreparedStatement ps = c.prepareStatement("DELETE FROM " + checkpoints + " WHERE name = ?")) {
             ps.setString(1, b.name());
             ps.executeUpdate();

@@ -1,9 +1,12 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.sql.Connection;
@@ -11,8 +14,10 @@ import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +41,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicReference<OutboxException> failure = new AtomicReference<>();
     private final String instanceId;
     private final Membership membership;
     private final GuardedListener relayListener;
@@ -112,6 +118,10 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (closed.get()) {
             throw new OutboxException("relay " + config.name() + " is closed; build a new one");
         }
+        if (started.get()) {
+            return this;
+        }
+        checkPrivileges();
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -140,7 +150,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (!config.schema().isPartitioned()) {
             return;
         }
-        try (Connection c = dataSource.getConnection()) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             if (new PartitionedOutbox(config.schema()).finishConversion(c, Instant.now())) {
                 log.info("txoutbox-relay {}: finished the conversion of {} into a partitioned table", config.name(),
                         config.schema());
@@ -150,6 +160,57 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
                     + " ({}); the table works meanwhile, run OutboxSchema.migrate as the table's owner to finish it",
                     config.name(), config.schema(), e.getMessage());
         }
+    }
+
+    /** Fails the start when the role lacks a privilege: the lanes would fail every cycle and publish nothing. */
+    private void checkPrivileges() {
+        List<String> missing;
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.RELAY);
+        } catch (SQLException | RuntimeException e) {
+            log.warn("txoutbox-relay {}: could not check the relay's privileges at start ({}); starting anyway, a "
+                    + "missing privilege stops the lanes when they meet it", config.name(), e.toString());
+            return;
+        }
+        if (!missing.isEmpty()) {
+            throw new OutboxException(Privileges.message("relay '" + config.name() + "' cannot start", config.schema(),
+                    OutboxGrants.Component.RELAY, missing), null, false);
+        }
+    }
+
+    /**
+     * A lane met "permission denied" (42501): every lane would meet it again each cycle, so the relay stops them all,
+     * once, and says which grants are missing.
+     */
+    @Override
+    public void denied(Throwable cause) {
+        List<String> missing = List.of();
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.RELAY);
+        } catch (SQLException | RuntimeException e) {
+            log.debug("txoutbox-relay {}: could not list the missing privileges: {}", config.name(), e.toString());
+        }
+        String message = missing.isEmpty()
+                ? "relay '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501); grant the role "
+                        + "what OutboxGrants.sql(schema, RELAY, role) lists, then start a new relay"
+                : Privileges.message("relay '" + config.name() + "' stopped", config.schema(),
+                        OutboxGrants.Component.RELAY, missing) + "; then start a new relay";
+        OutboxException e = new OutboxException(message, cause, false);
+        if (!failure.compareAndSet(null, e)) {
+            return;
+        }
+        log.error("txoutbox-relay {}: {}", config.name(), message);
+        relayListener.loopFailed(e);
+        for (Lane lane : lanes) {
+            lane.stop();
+        }
+        // and leave the membership, so that other instances take this one's share of the lanes
+        membership.close();
+    }
+
+    @Override
+    public Optional<OutboxException> failure() {
+        return Optional.ofNullable(failure.get());
     }
 
     @Override

@@ -4,6 +4,7 @@ import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
@@ -58,6 +59,8 @@ final class Lane implements Runnable {
     private volatile boolean stopping;
     private volatile long nudgedAt = System.nanoTime() - NUDGE_WINDOW_NANOS * 2;
     private Connection connection;
+    /** The isolation level the connection had before the lane pinned READ COMMITTED. */
+    private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private volatile boolean owner;
     private CompletableFuture<List<SendResult>> unfinished;
     private long outageBackoffMs;
@@ -85,6 +88,9 @@ final class Lane implements Runnable {
         boolean mustRelease(int laneIndex);
 
         String instanceId();
+
+        /** The lane met "permission denied" (SQLState 42501): retrying cannot help, the relay stops. */
+        void denied(Throwable cause);
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
@@ -203,6 +209,14 @@ final class Lane implements Runnable {
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (Privileges.isDenied(t)) {
+                        // not worth a retry: the next cycle meets the same missing grant (the relay says which)
+                        log.error("txoutbox-relay {}: permission denied, the lane stops: {}", laneId, t.toString());
+                        dropConnection();
+                        stopping = true;
+                        governor.denied(t);
+                        continue;
+                    }
                     listener.loopFailed(t);
                     log.error("txoutbox-relay {}: batch failed, reconnecting: {}", laneId, t.toString(), t);
                     dropConnection();
@@ -238,7 +252,7 @@ final class Lane implements Runnable {
             if (connection == null) {
                 connection = dataSource.getConnection();
                 connection.setAutoCommit(true);
-                LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
+                isolation = LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
             }
             LaneLock.Result lock = LaneLock.tryAcquire(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
                     sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()), sql.otherLaneCounts(),
@@ -307,7 +321,7 @@ final class Lane implements Runnable {
             return;
         }
         try {
-            LaneSession.reset(c);
+            LaneSession.reset(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-relay {}: could not reset connection: {}", laneId, e.toString());
         } finally {
@@ -780,9 +794,12 @@ final class Lane implements Runnable {
         }
     }
 
-    /** The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x) or the connection broke. */
+    /**
+     * The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x; on 17+ the transaction timeout,
+     * 25P04) or the connection broke.
+     */
     static boolean isSessionLost(SQLException e) {
         String state = e.getSQLState();
-        return state != null && (state.startsWith("08") || state.startsWith("57P"));
+        return state != null && (state.startsWith("08") || state.startsWith("57P") || state.equals("25P04"));
     }
 }

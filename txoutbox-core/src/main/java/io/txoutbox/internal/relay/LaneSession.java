@@ -1,7 +1,9 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.ReadCommitted;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.Executor;
@@ -22,13 +24,20 @@ final class LaneSession {
     private LaneSession() {
     }
 
-    static void configure(Connection c, RelayConfig config, String role) throws SQLException {
+    /** Returns the isolation level the connection had, for {@link #reset}. */
+    static int configure(Connection c, RelayConfig config, String role) throws SQLException {
+        int isolation = ReadCommitted.pin(c);
         long lease = config.leaseTimeout().toMillis();
         try (Statement st = c.createStatement()) {
             st.execute("SET statement_timeout = " + config.statementTimeout().toMillis());
             st.execute("SET lock_timeout = " + config.lockTimeout().toMillis());
             st.execute("SET idle_in_transaction_session_timeout = "
                     + Math.min(config.transactionTimeout().toMillis(), lease));
+            if (serverVersionNum(st) >= 170_000) {
+                // PostgreSQL 17+: a bound on the whole transaction, also one busy with several statements that each
+                // stay under statement_timeout (earlier versions bound only each statement and each idle gap)
+                st.execute("SET transaction_timeout = " + config.transactionTimeout().toMillis());
+            }
             st.execute("SET idle_session_timeout = " + lease);
             st.execute("SET tcp_keepalives_idle = " + Math.max(1, lease / 3000));
             st.execute("SET tcp_keepalives_interval = 1");
@@ -42,9 +51,18 @@ final class LaneSession {
         // the client side of the lease: a frozen network must not hang a statement for longer
         c.setNetworkTimeout(DIRECT, (int) Math.min(Integer.MAX_VALUE,
                 config.statementTimeout().toMillis() + lease));
+        return isolation;
     }
 
-    static void reset(Connection c) throws SQLException {
+    static int serverVersionNum(Statement st) throws SQLException {
+        try (ResultSet rs = st.executeQuery("SHOW server_version_num")) {
+            rs.next();
+            return Integer.parseInt(rs.getString(1));
+        }
+    }
+
+    /** Ends what the session holds and gives back the settings it had, {@code isolation} from {@link #configure}. */
+    static void reset(Connection c, int isolation) throws SQLException {
         if (!c.getAutoCommit()) {
             c.rollback();
             c.setAutoCommit(true);
@@ -53,6 +71,7 @@ final class LaneSession {
             st.execute("SELECT pg_advisory_unlock_all()");
             st.execute("RESET ALL");
         }
+        ReadCommitted.restore(c, isolation);
         c.setNetworkTimeout(DIRECT, 0);
     }
 }

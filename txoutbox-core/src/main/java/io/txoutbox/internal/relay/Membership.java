@@ -32,6 +32,7 @@ final class Membership implements Runnable, AutoCloseable {
     private volatile int members = 1;
     private volatile int fairShare;
     private Connection connection;
+    private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private final int cap;
 
     Membership(RelayConfig config, DataSource dataSource, RelaySql sql, String instanceId) {
@@ -65,7 +66,7 @@ final class Membership implements Runnable, AutoCloseable {
                 if (connection == null) {
                     connection = dataSource.getConnection();
                     connection.setAutoCommit(true);
-                    LaneSession.configure(connection, config, "members " + instanceId);
+                    isolation = LaneSession.configure(connection, config, "members " + instanceId);
                     try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
                         ps.setLong(1, sql.memberKey(config.lanes(), cap));
                         ps.execute();
@@ -105,12 +106,12 @@ final class Membership implements Runnable, AutoCloseable {
         connection = null;
     }
 
-    private static void close(Connection c) {
+    private void close(Connection c) {
         if (c == null) {
             return;
         }
         try {
-            LaneSession.reset(c);
+            LaneSession.reset(c, isolation);
             c.close();
         } catch (SQLException ignored) {
             // already gone

@@ -1,8 +1,11 @@
 package io.txoutbox.internal.retention;
 
 import io.txoutbox.InboxAdmin;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxRetention;
+import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.sql.Connection;
@@ -11,6 +14,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -122,7 +127,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         Walk walk = new Walk();
         var cutoffTs = cutoff.atOffset(ZoneOffset.UTC);
         int batchSize = config.batchSize();
-        try (Connection c = config.dataSource().getConnection()) {
+        try (Connection c = ReadCommitted.open(config.dataSource())) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
@@ -399,6 +404,10 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         if (closed.get()) {
             throw new IllegalStateException("this retention job was closed; build a new one");
         }
+        if (started.get()) {
+            return this;
+        }
+        checkPrivileges();
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -418,10 +427,64 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         return this;
     }
 
+    /** The grants this job needs; a partitioned table needs its owner, which the drops themselves check. */
+    private List<OutboxGrants.Component> components() {
+        List<OutboxGrants.Component> out = new ArrayList<>();
+        if (partitioned == null) {
+            out.add(OutboxGrants.Component.RETENTION);
+        }
+        if (config.processedEventRetention() != null) {
+            out.add(OutboxGrants.Component.INBOX_RETENTION);
+        }
+        return out;
+    }
+
+    private List<String> missingPrivileges() throws SQLException {
+        List<String> missing = new ArrayList<>();
+        try (Connection c = ReadCommitted.open(config.dataSource())) {
+            for (OutboxGrants.Component component : components()) {
+                missing.addAll(Privileges.missing(c, config.schema(), component));
+            }
+        }
+        return missing;
+    }
+
+    /** Fails the start when the role lacks a privilege: every run would fail on it. */
+    private void checkPrivileges() {
+        List<String> missing;
+        try {
+            missing = missingPrivileges();
+        } catch (SQLException | RuntimeException e) {
+            log.warn("txoutbox-retention: could not check the job's privileges at start ({}); starting anyway",
+                    e.toString());
+            return;
+        }
+        if (!missing.isEmpty()) {
+            throw new OutboxException(Privileges.message("retention cannot start", config.schema(),
+                    components().get(0), missing), null, false);
+        }
+    }
+
     private void runInBackground() {
         try {
             runOnce();
         } catch (Throwable e) {
+            if (Privileges.isDenied(e)) {
+                // every later run would fail the same way: stop, once, with the grants to add
+                List<String> missing = List.of();
+                try {
+                    missing = missingPrivileges();
+                } catch (SQLException | RuntimeException ignored) {
+                    // the message below says what to read instead
+                }
+                log.error("txoutbox-retention: {}", missing.isEmpty()
+                        ? "stopped for " + config.schema() + ": " + e.getMessage() + " (SQLState 42501); see "
+                                + "OutboxGrants for what the role needs"
+                        : Privileges.message("retention stopped", config.schema(), components().isEmpty()
+                                ? OutboxGrants.Component.MIGRATION_OWNER : components().get(0), missing));
+                executor.shutdown();
+                return;
+            }
             // counted in runOnce; the job goes on at the next interval
             log.error("txoutbox-retention: run for {} failed, next run in {}: {}", config.schema(),
                     config.interval(), e.toString(), e);

@@ -6,12 +6,15 @@ import static org.awaitility.Awaitility.await;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -20,7 +23,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The claim floor against a real PostgreSQL: it passes settled ids, never an id a still-open writer may commit, and
- * is not held back by transactions that only read the table.
+ * is not held back by transactions that only read the table. Its connection is set up like a relay lane's
+ * ({@link LaneSession#configure}); subclasses run the same scenarios with other session defaults ({@link #sessions}).
  */
 @Tag("pg-version")
 class ClaimFloorIT {
@@ -39,6 +43,22 @@ class ClaimFloorIT {
                 .outboxTable("floor_" + Math.abs(info.getTestMethod().orElseThrow().getName().hashCode())).build();
         schema.migrate(db.dataSource());
         outbox = Outbox.builder().schema(schema).build();
+    }
+
+    /** Where the relay's connections come from. */
+    DataSource sessions(TestDatabase db) {
+        return db.dataSource();
+    }
+
+    private Connection relayConnection() throws Exception {
+        Connection c = sessions(db).getConnection();
+        c.setAutoCommit(true);
+        try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema)
+                .transport((lane, batch) -> java.util.concurrent.CompletableFuture.completedFuture(List.of()))
+                .build()) {
+            LaneSession.configure(c, relay.config(), "claim-floor-test");
+        }
+        return c;
     }
 
     private long write(Connection c) throws Exception {
@@ -75,7 +95,7 @@ class ClaimFloorIT {
             last = committed();
         }
         ClaimFloor floor = new ClaimFloor(schema.qualifiedOutboxTable());
-        try (Connection reader = db.connect(); Connection relay = db.connect()) {
+        try (Connection reader = db.connect(); Connection relay = relayConnection()) {
             reader.setAutoCommit(false);
             try (Statement st = reader.createStatement()) {
                 st.executeQuery("SELECT count(*) FROM " + schema.qualifiedOutboxTable()).close(); // AccessShareLock
@@ -92,7 +112,7 @@ class ClaimFloorIT {
     void the_floor_never_passes_the_id_of_an_open_writer() throws Exception {
         committed();
         ClaimFloor floor = new ClaimFloor(schema.qualifiedOutboxTable());
-        try (Connection writer = db.connect(); Connection relay = db.connect()) {
+        try (Connection writer = db.connect(); Connection relay = relayConnection()) {
             writer.setAutoCommit(false);
             long open = write(writer);
             long after = 0;
@@ -119,7 +139,7 @@ class ClaimFloorIT {
             st.execute("ALTER TABLE " + schema.qualifiedOutboxTable() + " ALTER COLUMN id SET CACHE 20");
         }
         ClaimFloor floor = new ClaimFloor(schema.qualifiedOutboxTable());
-        try (Connection relay = db.connect()) {
+        try (Connection relay = relayConnection()) {
             relay.setAutoCommit(false);
             // without the cache check the floor would pass the settled ids within two checks (200 ms)
             await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(50))

@@ -4,8 +4,14 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -18,6 +24,7 @@ public final class TestDatabase implements AutoCloseable {
     private final TestPostgres server;
     private final String schema;
     private final PGSimpleDataSource dataSource;
+    private final List<String> roles = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
 
     private TestDatabase(TestPostgres server, String schema) {
@@ -53,6 +60,55 @@ public final class TestDatabase implements AutoCloseable {
     /** A data source whose connections have {@code search_path} set to this schema. */
     public DataSource dataSource() {
         return dataSource;
+    }
+
+    /**
+     * A data source for this schema whose sessions start with the given settings (pgjdbc's {@code options}), e.g.
+     * {@code Map.of("default_transaction_isolation", "serializable")} stands for a pool or database default.
+     */
+    public DataSource dataSource(Map<String, String> sessionSettings) {
+        PGSimpleDataSource ds = server.dataSource();
+        ds.setCurrentSchema(schema);
+        ds.setOptions(options(sessionSettings));
+        return ds;
+    }
+
+    private static String options(Map<String, String> settings) {
+        StringBuilder b = new StringBuilder();
+        settings.forEach((k, v) -> b.append(b.length() == 0 ? "" : " ").append("-c ").append(k).append('=')
+                .append(v.replace(" ", "\\ ")));
+        return b.toString();
+    }
+
+    /**
+     * Creates a login role that holds exactly {@code grants} (the statements for the role's name — lower case letters, digits and
+     * underscores — run by the server's superuser) and, from {@code roleSettings}, {@code ALTER ROLE ... SET} defaults
+     * for its sessions. The role is dropped with this database. Returns a data source logged in as the role, with
+     * {@code search_path} set to this schema.
+     */
+    public DataSource loginRole(String hint, Function<String, ? extends Collection<String>> grants,
+            Map<String, String> roleSettings) {
+        String name = ("r_" + hint.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_") + "_"
+                + Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36));
+        String role = name.length() > 63 ? name.substring(name.length() - 63) : name;
+        String password = "pw_" + Long.toString(ThreadLocalRandom.current().nextLong(1L << 50), 36);
+        List<String> sql = new ArrayList<>();
+        sql.add("CREATE ROLE \"" + role + "\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '"
+                + password + "'");
+        roleSettings.forEach((k, v) -> sql.add("ALTER ROLE \"" + role + "\" SET " + k + " = '" + v + "'"));
+        sql.addAll(grants.apply(role));
+        roles.add(role);
+        execute(sql.toArray(new String[0]));
+        PGSimpleDataSource ds = server.dataSource();
+        ds.setCurrentSchema(schema);
+        ds.setUser(role);
+        ds.setPassword(password);
+        return ds;
+    }
+
+    /** A login role with exactly {@code grants}; see {@link #loginRole(String, Function, Map)}. */
+    public DataSource loginRole(String hint, Function<String, ? extends Collection<String>> grants) {
+        return loginRole(hint, grants, Map.of());
     }
 
     /** JDBC URL that selects this schema through {@code currentSchema}. */
@@ -93,6 +149,10 @@ public final class TestDatabase implements AutoCloseable {
         closed = true;
         try (Connection c = server.connect(); Statement st = c.createStatement()) {
             st.execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
+            for (String role : roles) {
+                st.execute("DROP OWNED BY \"" + role + "\"");
+                st.execute("DROP ROLE \"" + role + "\"");
+            }
         } catch (SQLException e) {
             // a test that left a connection holding locks must not fail the next one
             org.slf4j.LoggerFactory.getLogger(TestDatabase.class)
