@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxRetention;
@@ -92,6 +93,31 @@ class PartitionConversionIT {
             c.setAutoCommit(false);
             outbox.publish(c, event("k", id));
             c.commit();
+        }
+    }
+
+    /**
+     * Regression: the conversion carried the table's grants over but not its column grants, so a relay role holding
+     * exactly {@code OutboxGrants.sql(schema, RELAY, role)} (UPDATE on the state columns only) could no longer start
+     * on the converted table.
+     */
+    @Test
+    void a_relay_role_with_column_grants_publishes_after_the_conversion() throws Exception {
+        OutboxSchema plain = schema().build();
+        plain.migrate(db.dataSource());
+        javax.sql.DataSource relayRole = db.loginRole("conv_relay",
+                r -> OutboxGrants.sql(plain, OutboxGrants.Component.RELAY, r));
+        OutboxSchema partitioned = schema().partitioned(OutboxPartitioning.daily()).build();
+        partitioned.migrate(db.dataSource());
+        assertThat(db.queryLong("SELECT count(*) FROM pg_partitioned_table WHERE partrelid = '"
+                + partitioned.qualifiedOutboxTable() + "'::regclass")).as("converted").isEqualTo(1);
+        Outbox outbox = Outbox.builder().schema(partitioned).build();
+        UUID id = v7(Instant.now());
+        write(outbox, id);
+        InMemoryTransport transport = new InMemoryTransport();
+        try (PollingRelay relay = PollingRelay.builder().dataSource(relayRole).schema(partitioned)
+                .transport(transport).lanes(1).pollInterval(Duration.ofMillis(20)).build().start()) {
+            transport.awaitDelivered(r -> r.eventId().equals(id), Duration.ofSeconds(10));
         }
     }
 
