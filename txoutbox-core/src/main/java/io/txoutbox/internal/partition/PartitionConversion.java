@@ -464,7 +464,8 @@ final class PartitionConversion {
         d.pkName = primaryKeyName(c, relation);
         d.owner = owner(c, relation);
         d.sequence = sequence(c, relation);
-        d.grants = grants(c, relation, "TABLE " + parent);
+        d.grants = new ArrayList<>(grants(c, relation, "TABLE " + parent));
+        d.grants.addAll(columnGrants(c, relation, "TABLE " + parent));
         d.sequenceGrants = d.sequence == null ? List.of() : grants(c, d.sequence, "SEQUENCE %s");
         try (PreparedStatement ps = c.prepareStatement("SELECT obj_description(?::regclass, 'pg_class')")) {
             ps.setString(1, relation);
@@ -538,6 +539,29 @@ final class PartitionConversion {
                 while (rs.next()) {
                     out.add("GRANT " + rs.getString(2) + " ON " + target + " TO " + rs.getString(1)
                             + (rs.getBoolean(3) ? " WITH GRANT OPTION" : ""));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * GRANT statements for the column privileges of {@code relation} (the relay's, worker's and admin's UPDATE on the
+     * state columns only, as {@code OutboxGrants} documents them): {@code aclexplode(relacl)} does not hold them.
+     */
+    private static List<String> columnGrants(Connection c, String relation, String target) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC'"
+                + " ELSE quote_ident(pg_get_userbyid(x.grantee)) END, x.privilege_type, x.is_grantable,"
+                + " string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)"
+                + " FROM pg_class t JOIN pg_attribute a ON a.attrelid = t.oid, aclexplode(a.attacl) x"
+                + " WHERE t.oid = ?::regclass AND a.attnum > 0 AND NOT a.attisdropped AND x.grantee <> t.relowner"
+                + " GROUP BY 1, 2, 3 ORDER BY 1, 2")) {
+            ps.setString(1, relation);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add("GRANT " + rs.getString(2) + " (" + rs.getString(4) + ") ON " + target + " TO "
+                            + rs.getString(1) + (rs.getBoolean(3) ? " WITH GRANT OPTION" : ""));
                 }
             }
         }
