@@ -1,5 +1,6 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants.Component;
 import io.txoutbox.OutboxSchema;
 import java.sql.Connection;
@@ -8,6 +9,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
 
 /**
  * The privileges each component needs, in one place: rendered as GRANT statements (the README's and the tests'), and
@@ -216,6 +219,29 @@ public final class Privileges {
             }
         }
         return out;
+    }
+
+    /**
+     * Refuses the start of a long-running component ({@code who}, e.g. "relay 'orders'") whose role lacks a privilege
+     * of {@code components}: every cycle would fail on it and publish or process nothing. A check that cannot run (the
+     * database is unreachable, the schema not migrated yet) only warns on {@code log}: the component starts, and a
+     * missing privilege then stops it when it meets one.
+     */
+    public static void requireAtStart(DataSource dataSource, OutboxSchema schema, String who, Logger log,
+            List<Component> components) {
+        List<String> missing = new ArrayList<>();
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            for (Component component : components) {
+                missing.addAll(missing(c, schema, component));
+            }
+        } catch (SQLException | RuntimeException e) {
+            log.warn("{}: could not check its privileges at start ({}); starting anyway, a missing privilege stops it"
+                    + " when it meets one", who, e.toString());
+            return;
+        }
+        if (!missing.isEmpty()) {
+            throw new OutboxException(message(who + " cannot start", schema, components.get(0), missing), null, false);
+        }
     }
 
     /** Whether {@code e} (or a cause) is PostgreSQL's "insufficient privilege" (SQLState 42501). */

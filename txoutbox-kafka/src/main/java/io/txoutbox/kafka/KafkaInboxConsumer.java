@@ -7,10 +7,12 @@ import io.txoutbox.InboxMessage;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.inbox.DefaultInbox;
 import io.txoutbox.internal.inbox.HandlerFailures;
+import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.inbox.InboxBytes;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -147,7 +149,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             throw new OutboxException("Kafka inbox consumer " + b.name + " is closed; build a new one");
         }
         if (!started.get()) {
-            checkPrivileges();
+            // what storing (or, in handle mode, the dedupe) needs; the handler's own statements are the application's
+            Privileges.requireAtStart(b.dataSource, b.schema, "Kafka inbox consumer '" + b.name + "'", log,
+                    List.of(b.handler == null ? OutboxGrants.Component.INBOX_RECEIVER : OutboxGrants.Component.DEDUPE));
         }
         if (started.compareAndSet(false, true)) {
             log.info("txoutbox-kafka-inbox {}: starting: consumer={} group={} topics={} mode={} deadLetterTopic={}",
@@ -156,27 +160,6 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             thread.start();
         }
         return this;
-    }
-
-    /**
-     * Fails the start when the role lacks what storing (or, in handle mode, the dedupe) needs: every batch would fail
-     * on it and be read again. The handler's own statements are the application's to grant.
-     */
-    private void checkPrivileges() {
-        io.txoutbox.OutboxGrants.Component component = b.handler == null
-                ? io.txoutbox.OutboxGrants.Component.INBOX_RECEIVER : io.txoutbox.OutboxGrants.Component.DEDUPE;
-        java.util.List<String> missing;
-        try (Connection c = b.dataSource.getConnection()) {
-            missing = io.txoutbox.internal.Privileges.missing(c, b.schema, component);
-        } catch (SQLException | RuntimeException e) {
-            log.warn("txoutbox-kafka-inbox {}: could not check the consumer's privileges at start ({}); starting "
-                    + "anyway", b.name, e.toString());
-            return;
-        }
-        if (!missing.isEmpty()) {
-            throw new OutboxException(io.txoutbox.internal.Privileges.message("Kafka inbox consumer '" + b.name
-                    + "' cannot start", b.schema, component, missing), null, false);
-        }
     }
 
     public Stats stats() {

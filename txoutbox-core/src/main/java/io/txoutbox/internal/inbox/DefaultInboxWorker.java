@@ -55,7 +55,8 @@ public final class DefaultInboxWorker implements InboxWorker {
         if (started.get()) {
             return this;
         }
-        checkPrivileges();
+        Privileges.requireAtStart(dataSource, config.schema(), "inbox worker '" + config.name() + "'", log,
+                List.of(OutboxGrants.Component.INBOX_WORKER));
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -68,22 +69,6 @@ public final class DefaultInboxWorker implements InboxWorker {
             t.start();
         }
         return this;
-    }
-
-    /** Fails the start when the role lacks a privilege: every lane would fail on it each cycle. */
-    private void checkPrivileges() {
-        List<String> missing;
-        try (Connection c = ReadCommitted.open(dataSource)) {
-            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.INBOX_WORKER);
-        } catch (SQLException | RuntimeException e) {
-            log.warn("txoutbox-inbox {}: could not check the worker's privileges at start ({}); starting anyway, a "
-                    + "missing privilege stops the lanes when they meet it", config.name(), e.toString());
-            return;
-        }
-        if (!missing.isEmpty()) {
-            throw new OutboxException(Privileges.message("inbox worker '" + config.name() + "' cannot start",
-                    config.schema(), OutboxGrants.Component.INBOX_WORKER, missing), null, false);
-        }
     }
 
     /** A lane met "permission denied" (42501) outside a handler: the worker stops all lanes, once, and says why. */

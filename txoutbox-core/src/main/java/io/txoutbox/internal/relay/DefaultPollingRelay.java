@@ -121,7 +121,8 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (started.get()) {
             return this;
         }
-        checkPrivileges();
+        Privileges.requireAtStart(dataSource, config.schema(), "relay '" + config.name() + "'", log,
+                List.of(OutboxGrants.Component.RELAY));
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -159,22 +160,6 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             log.warn("txoutbox-relay {}: could not finish the unfinished conversion of {} into a partitioned table"
                     + " ({}); the table works meanwhile, run OutboxSchema.migrate as the table's owner to finish it",
                     config.name(), config.schema(), e.getMessage());
-        }
-    }
-
-    /** Fails the start when the role lacks a privilege: the lanes would fail every cycle and publish nothing. */
-    private void checkPrivileges() {
-        List<String> missing;
-        try (Connection c = ReadCommitted.open(dataSource)) {
-            missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.RELAY);
-        } catch (SQLException | RuntimeException e) {
-            log.warn("txoutbox-relay {}: could not check the relay's privileges at start ({}); starting anyway, a "
-                    + "missing privilege stops the lanes when they meet it", config.name(), e.toString());
-            return;
-        }
-        if (!missing.isEmpty()) {
-            throw new OutboxException(Privileges.message("relay '" + config.name() + "' cannot start", config.schema(),
-                    OutboxGrants.Component.RELAY, missing), null, false);
         }
     }
 

@@ -407,7 +407,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         if (started.get()) {
             return this;
         }
-        checkPrivileges();
+        Privileges.requireAtStart(config.dataSource(), config.schema(), "retention", log, components());
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -447,22 +447,6 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             }
         }
         return missing;
-    }
-
-    /** Fails the start when the role lacks a privilege: every run would fail on it. */
-    private void checkPrivileges() {
-        List<String> missing;
-        try {
-            missing = missingPrivileges();
-        } catch (SQLException | RuntimeException e) {
-            log.warn("txoutbox-retention: could not check the job's privileges at start ({}); starting anyway",
-                    e.toString());
-            return;
-        }
-        if (!missing.isEmpty()) {
-            throw new OutboxException(Privileges.message("retention cannot start", config.schema(),
-                    components().get(0), missing), null, false);
-        }
     }
 
     private void runInBackground() {
