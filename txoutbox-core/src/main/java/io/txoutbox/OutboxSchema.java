@@ -3,8 +3,12 @@ package io.txoutbox;
 import io.txoutbox.internal.Identifiers;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.HexFormat;
 import javax.sql.DataSource;
 
 /**
@@ -87,10 +91,27 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         return Identifiers.quote(schema) + "." + Identifiers.quote(outboxTable);
     }
 
-    /** The channel of the optional wake-up {@code NOTIFY} for this outbox table. */
+    /**
+     * The channel of the optional wake-up {@code NOTIFY} for this outbox table: {@code txoutbox.<schema>.<table>}, or,
+     * where that passes PostgreSQL's 63-byte limit for channel names, its first 46 characters and a hash of the
+     * whole (the writer's {@code pg_notify} would fail, and the relay's {@code LISTEN} be truncated to another name).
+     */
     public String notifyChannel() {
-        return "txoutbox." + schema + "." + outboxTable;
+        String full = "txoutbox." + schema + "." + outboxTable;
+        if (full.length() <= MAX_CHANNEL_LENGTH) {
+            return full;
+        }
+        try {
+            byte[] hash = MessageDigest.getInstance("SHA-256")
+                    .digest(full.getBytes(StandardCharsets.UTF_8));
+            return full.substring(0, MAX_CHANNEL_LENGTH - 17) + "." + HexFormat.of().formatHex(hash, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every Java runtime", e);
+        }
     }
+
+    /** PostgreSQL's NAMEDATALEN - 1: the longest channel name (names here are ASCII, one byte a character). */
+    private static final int MAX_CHANNEL_LENGTH = 63;
 
     @Override
     public String toString() {

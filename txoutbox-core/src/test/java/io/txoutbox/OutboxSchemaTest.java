@@ -45,4 +45,18 @@ class OutboxSchemaTest {
                 .isInstanceOf(InvalidConfigurationException.class)
                 .hasMessageContaining("outbox.maxPayloadBytes must be between 1 and");
     }
+
+    @Test
+    void the_notify_channel_fits_postgresql_limit_and_stays_apart_for_long_names() {
+        String longTable = "t".repeat(48);
+        OutboxSchema a = OutboxSchema.builder().schema("s".repeat(40) + "_a").outboxTable(longTable).build();
+        OutboxSchema b = OutboxSchema.builder().schema("s".repeat(40) + "_b").outboxTable(longTable).build();
+        assertThat(a.notifyChannel()).hasSizeLessThanOrEqualTo(63).startsWith("txoutbox.ssss");
+        assertThat(b.notifyChannel()).hasSizeLessThanOrEqualTo(63).isNotEqualTo(a.notifyChannel());
+        assertThat(a.notifyChannel()).as("the same schema, the same channel (writer and relay agree)")
+                .isEqualTo(OutboxSchema.builder().schema("s".repeat(40) + "_a").outboxTable(longTable).build()
+                        .notifyChannel());
+        assertThat(OutboxSchema.defaults().notifyChannel()).as("short names keep the plain channel")
+                .isEqualTo("txoutbox.public.outbox_event");
+    }
 }
