@@ -10,8 +10,12 @@ import org.junit.jupiter.api.Tag;
  * 'serializable'} (a pool or database default) on the relay's, the admin's and the migration's sessions; the test's
  * writers keep READ COMMITTED so their own serialization failures do not count. (A shorter class name than the
  * parent's: the schema name, and with it the NOTIFY channel, grows with it.)
+ *
+ * <p>On the default PostgreSQL only ({@code pg-default-only}): the pin is the same code on every version, and the
+ * version matrix runs {@code ClaimFloorSerializableIT} and the parent's scenarios.
  */
 @Tag("pg-version")
+@Tag("pg-default-only")
 class SerializableRelayIT extends PollingRelayInMemoryIT {
 
     @Override
