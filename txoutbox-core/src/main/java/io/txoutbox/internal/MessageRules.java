@@ -28,11 +28,12 @@ public final class MessageRules {
     public static final String RESERVED_HEADER_PREFIX = "txoutbox";
     /**
      * The outbox table's CHECK constraints (schema version 7) that refuse these names from plain-SQL writers, one per
-     * name so that PostgreSQL's error, which names the constraint, names the header.
+     * name so that PostgreSQL's error, which names the constraint, names the header (a key lookup each), and one for
+     * the names in another case and the prefix (a regular expression over the keys).
      */
     public static final List<String> RESERVED_HEADER_CONSTRAINTS = List.of("header_event_id_is_reserved",
             "header_event_type_is_reserved", "header_aggregate_type_is_reserved", "header_aggregate_id_is_reserved",
-            "header_aggregate_version_is_reserved", "header_txoutbox_prefix_is_reserved");
+            "header_aggregate_version_is_reserved", "header_txoutbox_or_other_case_is_reserved");
 
     private MessageRules() {
     }

@@ -6,6 +6,10 @@
 -- cannot be sent, and its key would be parked at the relay, far from the writer's mistake. One constraint per name,
 -- so that PostgreSQL's error (which names the constraint) names the header:
 --   new row for relation "outbox_event" violates check constraint "header_event_id_is_reserved"
+-- and one more for the same names in another case only (so a row is refused by one constraint) and the "txoutbox"
+-- prefix. The five are a key lookup (headers ? 'event_id'); only the sixth walks the keys with a case-insensitive
+-- regular expression, once per row: six such walks cost 5.5 µs per inserted row here, this way 1.7 µs (bulk INSERT,
+-- one header, PostgreSQL 15).
 -- The names carry no table name, so they fit in 63 characters whatever the table is called (CHECK constraint names
 -- are per table).
 --
@@ -20,30 +24,25 @@
 
 ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_event_id_is_reserved";
 ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_event_id_is_reserved"
-    CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^event_id$" flag "i")')) NOT VALID;
+    CHECK (state <> 'PENDING' OR last_error IS NOT NULL OR NOT headers ? 'event_id') NOT VALID;
 
 ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_event_type_is_reserved";
 ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_event_type_is_reserved"
-    CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^event_type$" flag "i")')) NOT VALID;
+    CHECK (state <> 'PENDING' OR last_error IS NOT NULL OR NOT headers ? 'event_type') NOT VALID;
 
 ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_aggregate_type_is_reserved";
 ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_aggregate_type_is_reserved"
-    CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^aggregate_type$" flag "i")')) NOT VALID;
+    CHECK (state <> 'PENDING' OR last_error IS NOT NULL OR NOT headers ? 'aggregate_type') NOT VALID;
 
 ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_aggregate_id_is_reserved";
 ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_aggregate_id_is_reserved"
-    CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^aggregate_id$" flag "i")')) NOT VALID;
+    CHECK (state <> 'PENDING' OR last_error IS NOT NULL OR NOT headers ? 'aggregate_id') NOT VALID;
 
 ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_aggregate_version_is_reserved";
 ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_aggregate_version_is_reserved"
-    CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^aggregate_version$" flag "i")')) NOT VALID;
+    CHECK (state <> 'PENDING' OR last_error IS NOT NULL OR NOT headers ? 'aggregate_version') NOT VALID;
 
-ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_txoutbox_prefix_is_reserved";
-ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_txoutbox_prefix_is_reserved"
+ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "header_txoutbox_or_other_case_is_reserved";
+ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "header_txoutbox_or_other_case_is_reserved"
     CHECK (state <> 'PENDING' OR last_error IS NOT NULL
-           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? (@.key like_regex "^txoutbox" flag "i")')) NOT VALID;
+           OR NOT jsonb_path_exists(headers, '$.keyvalue() ? ((@.key like_regex "^(event_id|event_type|aggregate_type|aggregate_id|aggregate_version)$" flag "i" && !(@.key like_regex "^(event_id|event_type|aggregate_type|aggregate_id|aggregate_version)$")) || @.key like_regex "^txoutbox" flag "i")')) NOT VALID;
