@@ -11,6 +11,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.testing.postgres.PostgresExtension;
@@ -216,6 +217,44 @@ class RelayLeaseWaitsIT {
         assertThat(relay.stats().fencedMarks()).as("marks refused after a lost lease").isZero();
         assertThat(counts).as("deliveries per event").allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
         assertThat(dead.get(poison)).as("dead-lettered once").isEqualTo(1);
+        assertThat(relay.stats().loopErrors()).isZero();
+        assertThat(ownedSince()).as("the lane was owned throughout").isEqualTo(since);
+    }
+
+    /**
+     * The relay's listener runs on the lane's thread: a callback before the mark (sendFailed) and one after it
+     * (batchCompleted) each block for twice the lease, the first time.
+     */
+    @Test
+    void listener_callbacks_slower_than_the_lease_keep_the_lease_and_deliver_once() throws Exception {
+        AtomicInteger slowSendFailed = new AtomicInteger();
+        AtomicInteger slowBatchCompleted = new AtomicInteger();
+        RelayListener slow = new RelayListener() {
+            @Override
+            public void sendFailed(String topic, SendResult.Kind kind) {
+                if (slowSendFailed.getAndIncrement() == 0) {
+                    sleep(SLOW);
+                }
+            }
+
+            @Override
+            public void batchCompleted(int size, long claimNanos, long sendNanos, long markNanos) {
+                if (slowBatchCompleted.getAndIncrement() == 0) {
+                    sleep(SLOW);
+                }
+            }
+        };
+        memory.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.RETRIABLE, 1);
+        start(relay(memory).listener(slow));
+        Instant since = ownedSince();
+        List<UUID> ids = write("a", "poison-b", "c");
+        await().atMost(WAIT).until(() -> pending() == 0);
+        Map<UUID, Long> counts = deliveries("orders", ids);
+        log.info("listener callbacks of {} ms, lease {} ms: deliveries {}, stats {}", SLOW.toMillis(),
+                LEASE.toMillis(), counts.values(), relay.stats());
+        assertThat(slowSendFailed.get()).as("sendFailed calls").isPositive();
+        assertThat(relay.stats().fencedMarks()).as("marks refused after a lost lease").isZero();
+        assertThat(counts).as("deliveries per event").allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
         assertThat(relay.stats().loopErrors()).isZero();
         assertThat(ownedSince()).as("the lane was owned throughout").isEqualTo(since);
     }
