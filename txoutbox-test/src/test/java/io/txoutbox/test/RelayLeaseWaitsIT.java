@@ -222,6 +222,55 @@ class RelayLeaseWaitsIT {
     }
 
     /**
+     * The other side of keeping the lease in a call out of the lane: a send call that hangs is kept alive for at
+     * most relay.sendTimeout, then the session ends within the lease and a second instance takes the lane over. When
+     * the hung call returns, the first instance marks nothing.
+     */
+    @Test
+    void a_send_call_that_hangs_past_the_send_timeout_gives_the_lane_to_another_instance() throws Exception {
+        Duration sendTimeout = LEASE;
+        CountDownLatch hung = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        InMemoryTransport stuckMemory = new InMemoryTransport();
+        Transport stuck = (lane, batch) -> {
+            hung.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return stuckMemory.send(lane, batch);
+        };
+        start(relay(stuck).sendTimeout(sendTimeout));
+        PollingRelay first = relay;
+        List<UUID> ids = write("a", "b");
+        assertThat(hung.await(30, TimeUnit.SECONDS)).isTrue();
+        long hungAt = System.nanoTime();
+        PollingRelay second = relay(memory).sendTimeout(sendTimeout).build();
+        try {
+            second.start();
+            await().atMost(WAIT).until(() -> second.stats().lanesOwned() == 1);
+            long takeoverMs = (System.nanoTime() - hungAt) / 1_000_000;
+            await().atMost(WAIT).until(() -> pending() == 0);
+            release.countDown();
+            await().atMost(WAIT).until(() -> first.stats().fencedMarks() == 1);
+            log.info("send call hung: send timeout {} ms, lease {} ms: second instance owned the lane after {} ms, "
+                    + "deliveries {} (hung instance {}), first {}, second {}", sendTimeout.toMillis(),
+                    LEASE.toMillis(), takeoverMs, deliveries("orders", ids).values(), stuckMemory.delivered().size(),
+                    first.stats(), second.stats());
+            assertThat(takeoverMs).as("take-over within send timeout + lease + standby retry (1 s) + margin")
+                    .isLessThan(sendTimeout.plus(LEASE).toMillis() + 3_000);
+            assertThat(deliveries("orders", ids)).as("deliveries by the second instance")
+                    .allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
+            assertThat(first.stats().published()).as("the hung instance marked nothing").isZero();
+            assertThat(first.stats().batches()).as("and sent nothing more").isZero();
+        } finally {
+            release.countDown();
+            second.close();
+        }
+    }
+
+    /**
      * The relay's listener runs on the lane's thread: a callback before the mark (sendFailed) and one after it
      * (batchCompleted) each block for twice the lease, the first time.
      */
@@ -318,6 +367,7 @@ class RelayLeaseWaitsIT {
             assertThat(counts).as("deliveries per event").allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
             assertThat(relay.stats().loopErrors()).as("the lane was not dropped").isZero();
             assertThat(relay.stats().fencedMarks()).isZero();
+            assertThat(relay.stats().markRetries()).as("marks tried again").isEqualTo(3);
             assertThat(ownedSince()).as("the lane was owned throughout").isEqualTo(since);
         } finally {
             healMarks();
