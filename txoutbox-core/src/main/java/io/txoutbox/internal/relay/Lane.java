@@ -178,6 +178,7 @@ final class Lane implements Runnable {
         log.warn("txoutbox-relay {}: {}; the lane marks nothing and sends nothing more on this session, and its "
                 + "next owner sends the {} events of the batch in flight again", laneId, e.getMessage(), inFlight);
         dropConnection();
+        listener.loopFailed(e); // as a mark refused after a lost lease always was
         return Outcome.LEASE_LOST;
     }
 
@@ -603,7 +604,9 @@ final class Lane implements Runnable {
                     throw e;
                 }
                 // Not the session: keep the lane and the batch's results, and try the mark again (MarkRetries).
-                pause(markRetries.failed(e, published.size()));
+                long backoff = markRetries.failed(e, published.size());
+                keeper.awayRun(c, () -> listener.loopFailed(e));
+                pause(backoff);
                 if (connection != c) { // the heartbeat of the backoff found the session gone
                     throw new LeaseKeeper.LeaseLostException("the lane's session ended while the mark was retried",
                             e);
