@@ -83,9 +83,18 @@ public interface PollingRelay extends AutoCloseable {
     /** This instance's id in status views and logs: {@code <name>@<host>:<pid>#<n>}. */
     String instanceId();
 
-    /** Counters of one relay since it started; {@code fencedMarks} counts marks refused after a lost lease. */
+    /**
+     * Counters of one relay since it started; {@code fencedMarks} counts marks refused or given up after a lost lease,
+     * {@code markRetries} marks tried again after a failure other than a lost session (the lane keeps its lease and
+     * does not send the batch again).
+     */
     record RelayStats(long published, long failedAttempts, long parked, long deadLettered, long batches,
-            long loopErrors, int lanesOwned, long fencedMarks) {
+            long loopErrors, int lanesOwned, long fencedMarks, long markRetries) {
+
+        public RelayStats(long published, long failedAttempts, long parked, long deadLettered, long batches,
+                long loopErrors, int lanesOwned, long fencedMarks) {
+            this(published, failedAttempts, parked, deadLettered, batches, loopErrors, lanesOwned, fencedMarks, 0);
+        }
     }
 
     /** Validating builder; {@link #build()} fails fast and names the property at fault. */

@@ -55,7 +55,9 @@ public interface RelayListener {
 
     /**
      * A lane's loop failed — a database error (connection lost, statement timeout, a mark refused after a lost
-     * lease) or a bug — and it reconnects after a short pause.
+     * lease, the lease lost while the lane waited) or a bug — and it reconnects after a short pause. Also called for
+     * each failed try of a mark that failed for a reason other than a lost session: the lane keeps its connection
+     * and tries the mark again after a backoff.
      */
     default void loopFailed(Throwable error) {
     }

@@ -209,7 +209,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     public RelayStats stats() {
         return new RelayStats(counters.published.sum(), counters.failedAttempts.sum(), counters.parked.sum(),
                 counters.dead.sum(), counters.batches.sum(), counters.loopErrors.sum(), ownedLanes(),
-                counters.fencedMarks.sum());
+                counters.fencedMarks.sum(), counters.markRetries.sum());
     }
 
     /** Lanes whose lock this instance holds now; reservations still trying a lock do not count. */

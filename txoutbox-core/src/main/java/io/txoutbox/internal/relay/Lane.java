@@ -54,7 +54,6 @@ final class Lane implements Runnable {
     private final Governor governor;
     private final Semaphore wake = new Semaphore(0);
     private final long heartbeatNanos;
-    private long lastTalkNanos;
 
     private volatile boolean stopping;
     private volatile long nudgedAt = System.nanoTime() - NUDGE_WINDOW_NANOS * 2;
@@ -76,6 +75,9 @@ final class Lane implements Runnable {
     private boolean commitTimestamps;
     private final ClaimFloor claimFloor;
     private long firstWaiting = -1;
+    /** Keeps the session alive while the lane waits outside the database (the transport, listeners). */
+    private final LeaseKeeper keeper;
+    private final MarkRetries markRetries;
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -114,6 +116,8 @@ final class Lane implements Runnable {
         }
         this.shards = mine.toArray(new Integer[0]);
         this.claimFloor = new ClaimFloor(config.schema().qualifiedOutboxTable());
+        this.keeper = new LeaseKeeper(laneId, heartbeatNanos, config.sendTimeout().toNanos());
+        this.markRetries = new MarkRetries(laneId, counters.markRetries);
     }
 
     String id() {
@@ -146,7 +150,7 @@ final class Lane implements Runnable {
     }
 
     private void talked() {
-        lastTalkNanos = System.nanoTime();
+        keeper.talked();
     }
 
     /**
@@ -154,20 +158,28 @@ final class Lane implements Runnable {
      * lease. Returns false — and lets the lane go — when the session is gone: the lease was lost.
      */
     private boolean heartbeat() {
-        if (!owner || connection == null || System.nanoTime() - lastTalkNanos < heartbeatNanos) {
+        if (!owner || connection == null || keeper.beatIfDue(connection)) {
             return true;
         }
-        try (Statement st = connection.createStatement()) {
-            st.execute("SELECT 1");
-            connection.commit();
-            talked();
-            return true;
-        } catch (SQLException e) {
-            log.warn("txoutbox-relay {}: lost the lane's session while waiting ({}); another instance may own it "
-                    + "now", laneId, e.getMessage());
-            dropConnection();
-            return false;
-        }
+        log.warn("txoutbox-relay {}: lost the lane's session while waiting ({}); another instance may own it "
+                + "now", laneId, keeper.lostReason());
+        dropConnection();
+        return false;
+    }
+
+    /**
+     * The session ended while the lane waited outside the database: the lane is no longer the owner. It marks
+     * nothing (the mark would be fenced) and sends nothing more on this session; the lane's next owner sends the
+     * batch's events again — duplicates bounded by the batch in flight.
+     */
+    private Outcome leaseLost(LeaseKeeper.LeaseLostException e, int inFlight) {
+        counters.fencedMarks.increment();
+        markRetries.ended();
+        log.warn("txoutbox-relay {}: {}; the lane marks nothing and sends nothing more on this session, and its "
+                + "next owner sends the {} events of the batch in flight again", laneId, e.getMessage(), inFlight);
+        dropConnection();
+        listener.loopFailed(e); // as a mark refused after a lost lease always was
+        return Outcome.LEASE_LOST;
     }
 
     void nudge() {
@@ -206,6 +218,7 @@ final class Lane implements Runnable {
                         case IDLE -> idle();
                         case OUTAGE -> pause(nextOutageBackoff());
                         case WORKED -> outageBackoffMs = 0;
+                        case LEASE_LOST -> { } // the next cycle finds out who owns the lane now
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
@@ -227,15 +240,16 @@ final class Lane implements Runnable {
         } finally {
             try {
                 awaitUnfinishedSend(Duration.ofSeconds(5));
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LeaseKeeper.LeaseLostException e) {
                 log.warn("txoutbox-relay {}: stopping with a batch still unresolved by the transport", laneId);
             }
             dropConnection();
+            keeper.close();
             log.info("txoutbox-relay {}: lane stopped", laneId);
         }
     }
 
-    private enum Outcome { IDLE, WORKED, OUTAGE }
+    private enum Outcome { IDLE, WORKED, OUTAGE, LEASE_LOST }
 
     // ---- ownership -------------------------------------------------------------------------------------------
 
@@ -313,6 +327,7 @@ final class Lane implements Runnable {
         Connection c = connection;
         connection = null;
         claimFloor.reset();
+        keeper.reset(); // what a lost session said ends with it
         if (owner) {
             owner = false;
             governor.unreserve();
@@ -359,24 +374,33 @@ final class Lane implements Runnable {
         }
         long claimNanos = System.nanoTime() - claimStart;
         TestHooks.hit(TestHooks.AFTER_CLAIM);
-        awaitUnfinishedSend(config.sendTimeout());
-        long t0 = System.nanoTime();
-        CompletableFuture<List<SendResult>> sending;
+        Outcome outcome;
+        long t0;
+        long ackedAt;
         try {
-            sending = transport.send(laneId, batch).toCompletableFuture();
-        } catch (RuntimeException e) {
-            sending = CompletableFuture.failedFuture(e);
+            awaitUnfinishedSend(config.sendTimeout());
+            keeper.ensureOwner(c, "before the send"); // a session lost since the claim sends nothing
+            t0 = System.nanoTime();
+            CompletableFuture<List<SendResult>> sending = keeper.away(c, () -> send(batch));
+            TestHooks.hit(TestHooks.AFTER_SEND_BEFORE_ACK);
+            List<SendResult> results = await(sending, batch);
+            ackedAt = System.nanoTime();
+            counters.batches.increment();
+            if (results.stream().anyMatch(SendResult::isDelivered)) {
+                TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not marked
+            }
+            outcome = record(c, batch, results, ackedAt);
+        } catch (LeaseKeeper.LeaseLostException e) {
+            return leaseLost(e, batch.size());
         }
-        TestHooks.hit(TestHooks.AFTER_SEND_BEFORE_ACK);
-        List<SendResult> results = await(sending, batch);
-        long ackedAt = System.nanoTime();
-        counters.batches.increment();
-        if (results.stream().anyMatch(SendResult::isDelivered)) {
-            TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not yet marked
-        }
-        Outcome outcome = record(c, batch, results, ackedAt);
         long done = System.nanoTime();
-        listener.batchCompleted(batch.size(), claimNanos, ackedAt - t0, done - ackedAt);
+        long sendNanos = ackedAt - t0;
+        keeper.awayRun(c, () -> listener.batchCompleted(batch.size(), claimNanos, sendNanos, done - ackedAt));
+        if (keeper.isLost()) { // in a listener's callback, after the mark: nothing to send again
+            log.warn("txoutbox-relay {}: lost the lane's session while its listener ran ({})", laneId,
+                    keeper.lostReason());
+            dropConnection();
+        }
         if (log.isDebugEnabled()) {
             log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(), (done - t0) / 1_000_000);
         }
@@ -437,24 +461,31 @@ final class Lane implements Runnable {
         return batch;
     }
 
-    /** Waits for the transport's verdict; past the send timeout the batch counts as undelivered. */
+    /** Hands the batch to the transport; a send call that throws counts as a failed send. */
+    private CompletableFuture<List<SendResult>> send(List<OutboxRecord> batch) {
+        try {
+            return transport.send(laneId, batch).toCompletableFuture();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * Waits for the transport's verdict, keeping the lease; past the send timeout the batch counts as undelivered.
+     * A session lost meanwhile ends the wait: the batch's outcome can no longer be recorded on this lease.
+     */
     private List<SendResult> await(CompletableFuture<List<SendResult>> sending, List<OutboxRecord> batch)
-            throws InterruptedException {
+            throws InterruptedException, LeaseKeeper.LeaseLostException {
         Throwable failure;
         try {
-            long deadline = System.nanoTime() + config.sendTimeout().toNanos();
-            List<SendResult> results = null;
-            while (true) {
-                long slice = Math.min(deadline - System.nanoTime(), heartbeatNanos);
-                try {
-                    results = sending.get(Math.max(1, slice), TimeUnit.NANOSECONDS);
-                    break;
-                } catch (TimeoutException slow) {
-                    if (System.nanoTime() >= deadline) {
-                        throw slow;
-                    }
-                    heartbeat(); // a lost session shows when the mark fails; the batch's outcome is still needed
+            List<SendResult> results;
+            try {
+                results = keeper.await(connection, sending, config.sendTimeout().toNanos());
+            } catch (LeaseKeeper.LeaseLostException e) {
+                if (!sending.isDone()) {
+                    unfinished = sending; // one batch in flight per lane, across owners of this instance too
                 }
+                throw e;
             }
             if (results != null && results.size() == batch.size()) {
                 return results;
@@ -475,13 +506,14 @@ final class Lane implements Runnable {
         return all;
     }
 
-    private void awaitUnfinishedSend(Duration max) {
+    /** Waits, keeping the lease, for a send that outlasted the send timeout: one batch in flight per lane. */
+    private void awaitUnfinishedSend(Duration max) throws LeaseKeeper.LeaseLostException {
         CompletableFuture<List<SendResult>> previous = unfinished;
         if (previous == null) {
             return;
         }
         try {
-            previous.get(max.toMillis(), TimeUnit.MILLISECONDS);
+            keeper.await(connection, previous, max.toNanos());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {
@@ -495,7 +527,7 @@ final class Lane implements Runnable {
 
     /** Marks delivered rows published and records failures per key, in one short transaction. */
     private Outcome record(Connection c, List<OutboxRecord> batch, List<SendResult> results, long ackedAt)
-            throws SQLException, InterruptedException {
+            throws SQLException, InterruptedException, LeaseKeeper.LeaseLostException {
         List<Long> published = new ArrayList<>(batch.size());
         Map<String, Integer> failedKeyAt = new HashMap<>();
         List<Failure> failures = new ArrayList<>();
@@ -514,7 +546,7 @@ final class Lane implements Runnable {
                 continue;
             }
             SendResult.Failed failed = (SendResult.Failed) result;
-            listener.sendFailed(r.topic(), failed.kind());
+            keeper.awayRun(c, () -> listener.sendFailed(r.topic(), failed.kind()));
             if (failed.kind() == SendResult.Kind.COLLATERAL) {
                 counters.collateral.increment(); // rolled back with others: simply sent again, in order
                 continue;
@@ -542,49 +574,44 @@ final class Lane implements Runnable {
             plan(f, update, deadLetters);
         }
         if (!deadLetters.isEmpty() && config.deadLetterTopic() != null) {
-            sendToDeadLetterTopic(deadLetters, update);
+            sendToDeadLetterTopic(c, deadLetters, update);
         }
-        try {
-            if (sql.partitioned) {
-                try (Statement st = c.createStatement()) {
-                    st.execute(RelaySql.GENERIC_PLANS);
+        keeper.ensureAlive("before the mark");
+        while (true) {
+            try {
+                mark(c, published, update);
+                TestHooks.hit(TestHooks.AFTER_MARK_BEFORE_COMMIT);
+                c.commit();
+                talked();
+                markRetries.succeeded();
+                break;
+            } catch (SQLException e) {
+                rollbackQuietly(c);
+                if (isSessionLost(e)) {
+                    markRetries.ended();
+                    counters.fencedMarks.increment();
+                    log.warn("txoutbox-relay {}: mark rejected: the lane's session ended (lease lost, SQLState {}); "
+                            + "{} delivered events stay pending and the lane's new owner sends them again", laneId,
+                            e.getSQLState(), published.size());
+                    throw e;
                 }
-            }
-            if (!published.isEmpty()) {
-                try (PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
-                    ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
-                    int marked = ps.executeUpdate();
-                    if (marked != published.size()) {
-                        log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
-                                + "operator meanwhile", laneId, marked, published.size());
+                if (stopping || Privileges.isDenied(e)) {
+                    markRetries.ended();
+                    if (!published.isEmpty()) {
+                        log.warn("txoutbox-relay {}: {} delivered events could not be marked ({}); they will be sent "
+                                + "again", laneId, published.size(), e.getMessage());
                     }
+                    throw e;
+                }
+                // Not the session: keep the lane and the batch's results, and try the mark again (MarkRetries).
+                long backoff = markRetries.failed(e, published.size());
+                keeper.awayRun(c, () -> listener.loopFailed(e));
+                pause(backoff);
+                if (connection != c) { // the heartbeat of the backoff found the session gone
+                    throw new LeaseKeeper.LeaseLostException("the lane's session ended while the mark was retried",
+                            e);
                 }
             }
-            if (!update.ids.isEmpty()) {
-                try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
-                    ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
-                    ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
-                    ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
-                    ps.setArray(4, c.createArrayOf("text", update.states.toArray(new String[0])));
-                    ps.setArray(5, c.createArrayOf("integer", update.addAttempts.toArray(new Integer[0])));
-                    ps.executeUpdate();
-                }
-            }
-            TestHooks.hit(TestHooks.AFTER_MARK_BEFORE_COMMIT);
-            c.commit();
-            talked();
-        } catch (SQLException e) {
-            rollbackQuietly(c);
-            if (isSessionLost(e)) {
-                counters.fencedMarks.increment();
-                log.warn("txoutbox-relay {}: mark rejected: the lane's session ended (lease lost, SQLState {}); "
-                        + "{} delivered events stay pending and the lane's new owner sends them again", laneId,
-                        e.getSQLState(), published.size());
-            } else if (!published.isEmpty()) {
-                log.warn("txoutbox-relay {}: {} delivered events could not be marked ({}); they will be sent again",
-                        laneId, published.size(), e.getMessage());
-            }
-            throw e;
         }
         lastBatchMillis = System.currentTimeMillis();
         lastBatchSize = batch.size();
@@ -592,19 +619,50 @@ final class Lane implements Runnable {
         counters.contractBreaks.add(contractBreaks);
         counters.parked.add(update.parked);
         counters.dead.add(update.dead);
-        reportPublished(batch, results, ackedAt);
-        for (int i = 0; i < update.ids.size(); i++) {
-            switch (update.states.get(i)) {
-                case "PARKED" -> listener.keyParked(update.topics.get(i));
-                case "DEAD" -> listener.deadLettered(update.topics.get(i));
-                default -> { }
+        keeper.awayRun(c, () -> {
+            reportPublished(batch, results, ackedAt);
+            for (int i = 0; i < update.ids.size(); i++) {
+                switch (update.states.get(i)) {
+                    case "PARKED" -> listener.keyParked(update.topics.get(i));
+                    case "DEAD" -> listener.deadLettered(update.topics.get(i));
+                    default -> { }
+                }
             }
-        }
+        });
         if (outage) {
             counters.outages.increment();
             return Outcome.OUTAGE;
         }
         return Outcome.WORKED;
+    }
+
+    /** The statements of the mark transaction: delivered rows published, failures recorded (not committed). */
+    private void mark(Connection c, List<Long> published, FailureUpdate update) throws SQLException {
+        if (sql.partitioned) {
+            try (Statement st = c.createStatement()) {
+                st.execute(RelaySql.GENERIC_PLANS);
+            }
+        }
+        if (!published.isEmpty()) {
+            try (PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
+                ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
+                int marked = ps.executeUpdate();
+                if (marked != published.size()) {
+                    log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
+                            + "operator meanwhile", laneId, marked, published.size());
+                }
+            }
+        }
+        if (!update.ids.isEmpty()) {
+            try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+                ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
+                ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
+                ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
+                ps.setArray(4, c.createArrayOf("text", update.states.toArray(new String[0])));
+                ps.setArray(5, c.createArrayOf("integer", update.addAttempts.toArray(new Integer[0])));
+                ps.executeUpdate();
+            }
+        }
     }
 
     /** Commit→ack latency per published event: its age at the claim, plus claim to acknowledgement. */
@@ -684,7 +742,8 @@ final class Lane implements Runnable {
         }
     }
 
-    private void sendToDeadLetterTopic(List<Failure> dead, FailureUpdate update) throws InterruptedException {
+    private void sendToDeadLetterTopic(Connection c, List<Failure> dead, FailureUpdate update)
+            throws InterruptedException, LeaseKeeper.LeaseLostException {
         List<OutboxRecord> records = new ArrayList<>(dead.size());
         for (Failure f : dead) {
             OutboxRecord r = f.record;
@@ -698,8 +757,10 @@ final class Lane implements Runnable {
         List<SendResult> results;
         String failure = null;
         try {
-            results = transport.send(laneId + "-dlt", records).toCompletableFuture()
-                    .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            // like the batch's send: the call may block, the wait keeps the lease, a lost session ends it
+            CompletableFuture<List<SendResult>> sending = keeper.away(c,
+                    () -> transport.send(laneId + "-dlt", records).toCompletableFuture());
+            results = keeper.await(c, sending, config.sendTimeout().toNanos());
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
             results = null;
             failure = e instanceof ExecutionException && e.getCause() != null ? e.getCause().toString()

@@ -16,6 +16,8 @@ final class RelayCounters {
     final LongAdder loopErrors = new LongAdder();
     final LongAdder contractBreaks = new LongAdder();
     final LongAdder fencedMarks = new LongAdder();
+    /** Marks tried again after a failure other than a lost session (the lane kept its lease and its batch). */
+    final LongAdder markRetries = new LongAdder();
     /** Lanes owned plus lanes reserved by a lane that is trying its lock: the fair-share budget in use. */
     final AtomicInteger lanesReserved = new AtomicInteger();
 }
