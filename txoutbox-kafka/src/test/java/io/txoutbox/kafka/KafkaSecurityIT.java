@@ -221,9 +221,8 @@ class KafkaSecurityIT {
 
     private static KafkaInboxConsumer inbox(String group, String topic, String bootstrap,
             Map<String, Object> settings) {
-        KafkaInboxConsumer.Builder b = KafkaInboxConsumer.builder().bootstrapServers(bootstrap);
-        settings.forEach(b::property);
-        return b.groupId(group).topics(topic).dataSource(postgres.database().dataSource()).schema(schema).storeInInbox()
+        return KafkaInboxConsumer.builder().bootstrapServers(bootstrap).properties(settings).groupId(group)
+                .topics(topic).dataSource(postgres.database().dataSource()).schema(schema).storeInInbox()
                 .pollTimeout(Duration.ofMillis(200)).build().start();
     }
 
