@@ -234,7 +234,10 @@ public final class KafkaBroker implements AutoCloseable {
                 throw new UncheckedIOException("could not create a temp dir for the broker's TLS stores", e);
             }
             try {
+                long begin = System.nanoTime();
                 TlsMaterial tls = TlsMaterial.generate(tlsDir);
+                log.info("KafkaBroker: CA, broker certificate and truststores made in {} ms ({})",
+                        (System.nanoTime() - begin) / 1_000_000, tls);
                 return startInternal(false, tls, tlsDir);
             } catch (RuntimeException e) {
                 BrokerSetup.deleteRecursively(tlsDir);
