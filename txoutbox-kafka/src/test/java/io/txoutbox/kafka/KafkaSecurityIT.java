@@ -163,6 +163,23 @@ class KafkaSecurityIT {
         failsClearly(kafka.sslBootstrapServers(), plaintext, KafkaTransport.Mode.TRANSACTIONAL, expected);
     }
 
+    @Test
+    void closing_the_inbox_consumer_does_not_wait_out_its_error_backoff() {
+        String topic = "denied-" + UUID.randomUUID();
+        kafka.createTopic(topic, 1);
+        KafkaInboxConsumer consumer = inbox("denied-" + UUID.randomUUID(), topic, kafka.saslSslBootstrapServers(),
+                scram("not-" + kafka.scramPassword().substring(3)));
+        try {
+            // backoff after the n-th failed poll: 100, 200, 400, 800, 1600, 3200 ms: the sixth one is long
+            await().atMost(AWAIT).until(() -> consumer.stats().loopErrors() >= 6);
+        } finally {
+            long begin = System.nanoTime();
+            consumer.close();
+            long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin);
+            assertThat(closeMs).as("close() while the loop backs off for 3.2 s").isLessThan(1_500);
+        }
+    }
+
     /**
      * A relay with these client settings and an inbox consumer with the same ones, side by side: the message appears
      * in the events' last_error and once in the log per component (however many batches and polls failed); the
