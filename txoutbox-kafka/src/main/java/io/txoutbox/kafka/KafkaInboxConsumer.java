@@ -117,6 +117,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean stopping;
+    /** The loop's error backoff waits on it, so that close() ends the wait at once. */
+    private final Object backoffWait = new Object();
     private KafkaConsumer<byte[], byte[]> consumer;
     private KafkaProducer<byte[], byte[]> dltProducer;
     /** Partitions paused for a record's retry: the offset, its failed attempts, and when it is due. */
@@ -181,6 +183,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return;
         }
         stopping = true;
+        synchronized (backoffWait) {
+            backoffWait.notifyAll();
+        }
         KafkaConsumer<byte[], byte[]> c = consumer;
         if (c != null) {
             c.wakeup();
@@ -299,8 +304,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     private long backoff(long previousMs) {
         long ms = Math.min(5_000, Math.max(100, previousMs * 2));
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
         try {
-            Thread.sleep(ms); // the loop's own thread; close() interrupts if needed
+            synchronized (backoffWait) { // close() notifies: it must not wait out a backoff of up to 5 s
+                long left;
+                while (!stopping && (left = deadline - System.nanoTime()) > 0) {
+                    TimeUnit.NANOSECONDS.timedWait(backoffWait, left);
+                }
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             stopping = true;
