@@ -14,7 +14,6 @@ import io.txoutbox.testing.postgres.PostgresExtension;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
