@@ -27,10 +27,15 @@ final class Failures {
     /**
      * PERMANENT for what will fail again until someone acts (too large, bad topic, not allowed, confirmed missing
      * topic); UNAVAILABLE for Kafka's retriable errors (timeouts, lost connections, no leader: the broker, not the
-     * record); RETRIABLE for everything else — including errors this code does not know.
+     * record); RETRIABLE for everything else — including errors this code does not know. A refused certificate or
+     * password is UNAVAILABLE too: no event can get through until the client's settings change, so none of them may
+     * use up attempts or be parked meanwhile.
      */
     static SendResult.Kind kindOf(Throwable error) {
         Throwable e = unwrap(error);
+        if (e instanceof AuthenticationException) {
+            return SendResult.Kind.UNAVAILABLE;
+        }
         if (e instanceof RecordTooLargeException || e instanceof RecordBatchTooLargeException
                 || e instanceof InvalidTopicException || e instanceof SerializationException
                 || e instanceof TopicAuthorizationException || e instanceof InvalidRecordException

@@ -90,6 +90,12 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(KafkaInboxConsumer.class);
     private static final int MAX_ERROR_LENGTH = 1000;
+    /**
+     * How long the consumer may go without any partition before the listener is asked whether it speaks the
+     * configured security.protocol (a plaintext client at a TLS port sees nothing but dropped connections). Short,
+     * because the probe is cheap (one connection, one unauthenticated request) and runs once per streak.
+     */
+    static final Duration UNASSIGNED_PROBE_AFTER = Duration.ofSeconds(2);
 
     public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(500);
     public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
@@ -111,6 +117,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean stopping;
+    /** The loop's error backoff waits on it, so that close() ends the wait at once. */
+    private final Object backoffWait = new Object();
     private KafkaConsumer<byte[], byte[]> consumer;
     private KafkaProducer<byte[], byte[]> dltProducer;
     /** Partitions paused for a record's retry: the offset, its failed attempts, and when it is due. */
@@ -175,6 +183,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return;
         }
         stopping = true;
+        synchronized (backoffWait) {
+            backoffWait.notifyAll();
+        }
         KafkaConsumer<byte[], byte[]> c = consumer;
         if (c != null) {
             c.wakeup();
@@ -201,6 +212,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     private void run() {
         long errorBackoffMs = 0;
+        ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka-inbox " + b.name, b.properties);
+        long unassignedSince = System.nanoTime();
         try {
             consumer = new KafkaConsumer<>(b.consumerProperties());
             if (b.deadLetterTopic != null) {
@@ -216,10 +229,16 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                     break;
                 } catch (Throwable t) {
                     loopErrors.increment();
-                    log.error("txoutbox-kafka-inbox {}: poll failed: {}", b.name, t.toString(), t);
+                    String clear = trouble.explain(t);
+                    if (clear != null) { // a setting to fix: said once per streak, without a stack trace per poll
+                        trouble.report(clear, "nothing is stored and no offset committed; polling again with backoff");
+                    } else {
+                        log.error("txoutbox-kafka-inbox {}: poll failed: {}", b.name, t.toString(), t);
+                    }
                     errorBackoffMs = backoff(errorBackoffMs);
                     continue;
                 }
+                unassignedSince = watchConnection(trouble, unassignedSince);
                 if (records.isEmpty()) {
                     continue;
                 }
@@ -263,10 +282,36 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         }
     }
 
+    /**
+     * After a poll: with partitions the connection is fine (the streak ends); without any for
+     * {@link #UNASSIGNED_PROBE_AFTER}, a security.protocol that does not match the listener is reported (the probe
+     * runs once per streak). Returns since when the consumer has had no partition.
+     */
+    private long watchConnection(ConnectionTrouble trouble, long unassignedSince) {
+        long now = System.nanoTime();
+        if (!consumer.assignment().isEmpty()) {
+            trouble.connected();
+            return now;
+        }
+        if (now - unassignedSince > UNASSIGNED_PROBE_AFTER.toNanos()) {
+            String mismatch = trouble.protocolMismatch();
+            if (mismatch != null) {
+                trouble.report(mismatch, "nothing is consumed; the consumer keeps trying");
+            }
+        }
+        return unassignedSince;
+    }
+
     private long backoff(long previousMs) {
         long ms = Math.min(5_000, Math.max(100, previousMs * 2));
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
         try {
-            Thread.sleep(ms); // the loop's own thread; close() interrupts if needed
+            synchronized (backoffWait) { // close() notifies: it must not wait out a backoff of up to 5 s
+                long left;
+                while (!stopping && (left = deadline - System.nanoTime()) > 0) {
+                    TimeUnit.NANOSECONDS.timedWait(backoffWait, left);
+                }
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             stopping = true;
@@ -643,6 +688,19 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         /** Any consumer property (TLS, SASL, max.poll.records, …); also given to the dead-letter producer. */
         public Builder property(String key, Object value) {
             properties.put(Objects.requireNonNull(key, "key"), value);
+            return this;
+        }
+
+        /** Consumer properties in bulk (e.g. the TLS or SASL settings), as {@link #property} one by one. */
+        public Builder properties(Map<String, ?> properties) {
+            properties.forEach(this::property);
+            return this;
+        }
+
+        public Builder properties(Properties properties) {
+            for (String key : properties.stringPropertyNames()) {
+                property(key, properties.getProperty(key));
+            }
             return this;
         }
 

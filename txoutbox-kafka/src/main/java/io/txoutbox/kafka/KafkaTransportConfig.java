@@ -56,6 +56,7 @@ final class KafkaTransportConfig {
     private final int maxRequestSize;
     private final long bufferMemory;
     private final KafkaTransport.Mode mode;
+    private final ConnectionTrouble connectionTrouble;
 
     private KafkaTransportConfig(Map<String, Object> producerProperties, String transactionalIdPrefix,
             Duration closeTimeout, KafkaTransport.Mode mode) {
@@ -65,6 +66,7 @@ final class KafkaTransportConfig {
         this.closeTimeout = closeTimeout;
         this.maxRequestSize = (int) longValue(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, KAFKA_DEFAULT_MAX_REQUEST_SIZE);
         this.bufferMemory = longValue(ProducerConfig.BUFFER_MEMORY_CONFIG, KAFKA_DEFAULT_BUFFER_MEMORY);
+        this.connectionTrouble = new ConnectionTrouble("txoutbox-kafka", this.producerProperties);
     }
 
     static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
@@ -169,6 +171,11 @@ final class KafkaTransportConfig {
 
     KafkaTransport.Mode mode() {
         return mode;
+    }
+
+    /** The transport's connection failures explained, one streak for all its lanes. */
+    ConnectionTrouble connectionTrouble() {
+        return connectionTrouble;
     }
 
     /**

@@ -99,7 +99,7 @@ final class Lane {
                 fill(results, sendable, SendResult.retriable(t));
             }
         }
-        return Arrays.asList(results);
+        return config.connectionTrouble().review(lane, Arrays.asList(results));
     }
 
     private void sendInTransaction(List<OutboxRecord> batch, List<Integer> sendable,
@@ -108,8 +108,7 @@ final class Lane {
         try {
             p = producer();
         } catch (RuntimeException e) {
-            log.warn("txoutbox-kafka: lane {}: no producer ({}); {} records will be retried", lane, e.toString(),
-                    sendable.size());
+            config.connectionTrouble().noProducer(lane, e, sendable.size());
             fill(results, sendable,
                     SendResult.unavailable(batchFailure("could not start the transactional producer", e)));
             return;
@@ -172,8 +171,7 @@ final class Lane {
         try {
             p = producer();
         } catch (RuntimeException e) {
-            log.warn("txoutbox-kafka: lane {}: no producer ({}); {} records will be retried", lane, e.toString(),
-                    sendable.size());
+            config.connectionTrouble().noProducer(lane, e, sendable.size());
             fill(results, sendable, SendResult.unavailable(batchFailure("could not start the producer", e)));
             return;
         }

@@ -1,0 +1,166 @@
+package io.txoutbox.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.txoutbox.OutboxException;
+import io.txoutbox.spi.SendResult;
+import io.txoutbox.testing.logging.CapturedStderr;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.security.cert.CertPathBuilderException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLHandshakeException;
+import org.apache.kafka.common.config.types.Password;
+import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.errors.SslAuthenticationException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.junit.jupiter.api.Test;
+
+class ConnectionTroubleTest {
+
+    private static final String SECRET = "s3cr3t-Pa55";
+    private static final Map<String, Object> SCRAM = Map.of("bootstrap.servers", "kafka-1:9094,kafka-2:9094",
+            "security.protocol", "SASL_SSL", "sasl.mechanism", "SCRAM-SHA-512",
+            "sasl.jaas.config", new Password("org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    + "username=\"billing\" password=\"" + SECRET + "\";"),
+            "ssl.truststore.location", "/etc/kafka/ca.p12", "ssl.truststore.password", SECRET);
+
+    private static SslAuthenticationException untrusted() {
+        SSLHandshakeException handshake = new SSLHandshakeException("PKIX path building failed");
+        handshake.initCause(new CertPathBuilderException("unable to find valid certification path to requested "
+                + "target"));
+        return new SslAuthenticationException("SSL handshake failed", handshake);
+    }
+
+    private static SaslAuthenticationException refused() {
+        return new SaslAuthenticationException("Authentication failed during authentication due to invalid "
+                + "credentials with SASL mechanism SCRAM-SHA-512");
+    }
+
+    @Test
+    void an_untrusted_certificate_names_the_truststore_and_the_fix() {
+        String m = new ConnectionTrouble("t", SCRAM).explain(new OutboxException("lane 0: could not start", untrusted()));
+        assertThat(m).startsWith("TLS handshake with broker kafka-1:9094,kafka-2:9094 failed: the broker's "
+                + "certificate is not trusted by ssl.truststore.location=/etc/kafka/ca.p12; set the truststore that "
+                + "holds the broker's CA").doesNotContain(SECRET);
+        assertThat(new ConnectionTrouble("t", Map.of("bootstrap.servers", "k:1", "security.protocol", "SSL"))
+                .explain(untrusted())).contains("not trusted by the JVM's default truststore (ssl.truststore.location"
+                        + " is not set)");
+    }
+
+    @Test
+    void a_refused_password_names_the_user_and_the_setting_but_never_the_password() {
+        String m = new ConnectionTrouble("t", SCRAM).explain(refused());
+        assertThat(m).startsWith("SASL authentication failed for user 'billing' (SCRAM-SHA-512) at broker "
+                + "kafka-1:9094,kafka-2:9094: wrong password or unknown user (check sasl.jaas.config)")
+                .doesNotContain(SECRET);
+        Map<String, Object> asString = new java.util.HashMap<>(SCRAM);
+        asString.put("sasl.jaas.config", ((Password) SCRAM.get("sasl.jaas.config")).value());
+        assertThat(new ConnectionTrouble("t", asString).explain(refused())).contains("user 'billing'")
+                .doesNotContain(SECRET);
+    }
+
+    @Test
+    void a_timeout_is_explained_only_when_the_listener_speaks_another_protocol_and_asked_once_per_streak() {
+        AtomicInteger probes = new AtomicInteger();
+        Map<String, Object> plaintext = Map.of("bootstrap.servers", "k:9093");
+        ConnectionTrouble atTls = new ConnectionTrouble("t", plaintext, (server, timeout) -> {
+            probes.incrementAndGet();
+            return ListenerProbe.Answer.TLS_ALERT;
+        });
+        TimeoutException timeout = new TimeoutException("Timeout expired after 1000ms while awaiting InitProducerId");
+        for (int i = 0; i < 3; i++) {
+            assertThat(atTls.explain(timeout)).startsWith("the broker k:9093 closed the connection during the "
+                    + "handshake: is security.protocol right for this listener? the client sends unencrypted "
+                    + "requests (security.protocol=PLAINTEXT) and the listener answers with a TLS alert");
+        }
+        assertThat(probes).hasValue(1);
+        atTls.connected();
+        atTls.explain(timeout);
+        assertThat(probes).as("a new streak asks again").hasValue(2);
+
+        ConnectionTrouble tlsAtPlain = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k:9092",
+                "security.protocol", "SSL"), (server, timeout2) -> ListenerProbe.Answer.KAFKA_PLAINTEXT);
+        assertThat(tlsAtPlain.explain(timeout)).contains("the client starts TLS (security.protocol=SSL) and the "
+                + "listener answers unencrypted Kafka requests");
+        ConnectionTrouble down = new ConnectionTrouble("t", plaintext, (s, t) -> ListenerProbe.Answer.UNREACHABLE);
+        assertThat(down.explain(timeout)).as("a broker that is down is no protocol question").isNull();
+        ConnectionTrouble right = new ConnectionTrouble("t", plaintext, (s, t) -> ListenerProbe.Answer.KAFKA_PLAINTEXT);
+        assertThat(right.explain(timeout)).isNull();
+        assertThat(right.explain(new IllegalStateException("other"))).isNull();
+    }
+
+    @Test
+    void review_makes_refused_credentials_unavailable_and_logs_once_per_streak() {
+        ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka", SCRAM);
+        String text;
+        try (CapturedStderr logs = CapturedStderr.start()) {
+            for (int batch = 0; batch < 5; batch++) {
+                List<SendResult> reviewed = trouble.review("lane-" + (batch % 2), List.of(
+                        new SendResult.Failed(SendResult.Kind.RETRIABLE, refused()),
+                        SendResult.collateral(new OutboxException("held back"))));
+                assertThat(((SendResult.Failed) reviewed.get(0)).kind()).isEqualTo(SendResult.Kind.UNAVAILABLE);
+                assertThat(((SendResult.Failed) reviewed.get(0)).cause().getMessage())
+                        .startsWith("SASL authentication failed for user 'billing'");
+                assertThat(((SendResult.Failed) reviewed.get(1)).kind()).isEqualTo(SendResult.Kind.COLLATERAL);
+            }
+            trouble.review("lane-0", List.of(SendResult.delivered()));
+            trouble.review("lane-0", List.of(new SendResult.Failed(SendResult.Kind.UNAVAILABLE, refused())));
+            text = logs.text();
+        }
+        assertThat(text.split("SASL authentication failed for user", -1)).as(text).hasSize(3); // two streaks
+        assertThat(text).contains("connected to the broker again").doesNotContain(SECRET);
+    }
+
+    @Test
+    void refused_credentials_are_unavailable_not_the_events_fault() {
+        assertThat(Failures.kindOf(refused())).isEqualTo(SendResult.Kind.UNAVAILABLE);
+        assertThat(Failures.kindOf(untrusted())).isEqualTo(SendResult.Kind.UNAVAILABLE);
+    }
+
+    @Test
+    void the_probe_tells_a_tls_alert_a_closed_connection_and_a_kafka_answer_apart() throws Exception {
+        byte[] alert = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a};
+        assertThat(probeAgainst(in -> alert)).isEqualTo(ListenerProbe.Answer.TLS_ALERT);
+        assertThat(probeAgainst(in -> new byte[0])).isEqualTo(ListenerProbe.Answer.CLOSED);
+        assertThat(probeAgainst(request -> {
+            // echo the correlation id (bytes 8-11 of the request) as a Kafka response would
+            return new byte[] {0, 0, 0, 4, request[8], request[9], request[10], request[11]};
+        })).isEqualTo(ListenerProbe.Answer.KAFKA_PLAINTEXT);
+        int closedPort;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            closedPort = s.getLocalPort();
+        }
+        assertThat(ListenerProbe.probe("127.0.0.1:" + closedPort, 500)).isEqualTo(ListenerProbe.Answer.UNREACHABLE);
+    }
+
+    private interface Reply {
+        byte[] to(byte[] request);
+    }
+
+    private static ListenerProbe.Answer probeAgainst(Reply reply) throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread t = new Thread(() -> {
+                try (Socket s = server.accept()) {
+                    InputStream in = s.getInputStream();
+                    byte[] request = in.readNBytes(14);
+                    OutputStream out = s.getOutputStream();
+                    out.write(reply.to(request));
+                    out.flush();
+                } catch (IOException ignored) {
+                    // the probe closed first
+                }
+            });
+            t.start();
+            ListenerProbe.Answer answer = ListenerProbe.probe("127.0.0.1:" + server.getLocalPort(), 2_000);
+            t.join(5_000);
+            return answer;
+        }
+    }
+}

@@ -1,0 +1,305 @@
+package io.txoutbox.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxHealth;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
+import io.txoutbox.testing.kafka.KafkaBroker;
+import io.txoutbox.testing.logging.CapturedStderr;
+import io.txoutbox.testing.postgres.PostgresExtension;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * TLS and SASL/SCRAM through {@link KafkaTransport.Builder#properties} and {@link KafkaInboxConsumer.Builder}'s
+ * properties, against a broker with an SSL and a SASL_SSL (SCRAM-SHA-512) listener whose certificate is signed by a CA
+ * made at start. The right settings deliver (relay → broker → inbox); a wrong CA, a wrong password and plaintext
+ * against a TLS port each fail with a message that names the problem and the fix, logged once per streak and kept in
+ * the events' {@code last_error}, while the events stay pending with no attempt counted and the consumer commits no
+ * offset. The SCRAM password and the store password appear in no log line, exception, {@code toString()} or health
+ * result.
+ */
+class KafkaSecurityIT {
+
+    @RegisterExtension
+    static final PostgresExtension postgres = new PostgresExtension();
+    private static final Duration AWAIT = Duration.ofSeconds(30);
+    private static final String SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            + "username=\"%s\" password=\"%s\";";
+
+    private static KafkaBroker kafka;
+    private static OutboxSchema schema;
+    private CapturedStderr logs;
+
+    @BeforeAll
+    static void startBroker() {
+        kafka = KafkaBroker.builder().secure().start();
+        schema = OutboxSchema.builder().schema(postgres.database().schema()).build();
+        schema.migrate(postgres.database().dataSource());
+    }
+
+    @AfterAll
+    static void stopBroker() {
+        if (kafka != null) {
+            kafka.close();
+        }
+    }
+
+    @BeforeEach
+    void captureLogs() {
+        logs = CapturedStderr.start();
+    }
+
+    @AfterEach
+    void noSecretInTheLogs() {
+        logs.close();
+        assertNoSecret(logs.text());
+    }
+
+    // ---- client settings, as in the README -----------------------------------------------------------------------
+
+    /** TLS: the listener's CA in a truststore. */
+    private static Map<String, Object> tls(String truststore) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("security.protocol", "SSL");
+        p.put("ssl.truststore.location", truststore);
+        p.put("ssl.truststore.password", kafka.tls().storePassword());
+        p.put("ssl.truststore.type", "PKCS12");
+        return p;
+    }
+
+    /** SASL/SCRAM over TLS. */
+    private static Map<String, Object> scram(String password) {
+        Map<String, Object> p = tls(kafka.tls().truststore().toString());
+        p.put("security.protocol", "SASL_SSL");
+        p.put("sasl.mechanism", "SCRAM-SHA-512");
+        p.put("sasl.jaas.config", String.format(SCRAM, kafka.scramUser(), password));
+        return p;
+    }
+
+    // ---- the right settings ----------------------------------------------------------------------------------
+
+    @Test
+    void the_right_credentials_relay_over_scram_and_the_inbox_consumers_receive_over_tls_and_scram() throws Exception {
+        String topic = "secure-" + UUID.randomUUID();
+        kafka.createTopic(topic, 3);
+        int events = 40;
+        KafkaTransport transport = KafkaTransport.builder().bootstrapServers(kafka.saslSslBootstrapServers())
+                .properties(scram(kafka.scramPassword())).build();
+        try (PollingRelay relay = relay(transport, "scram-ok")) {
+            publish(topic, events);
+            relay.nudge();
+            await().atMost(AWAIT).until(() -> pending(topic) == 0);
+            assertThat(published(topic)).isEqualTo(events);
+            assertNoSecret(transport.toString());
+            assertNoSecret(relay.toString());
+            assertNoSecret(String.valueOf(OutboxHealth.builder().dataSource(postgres.database().dataSource())
+                    .schema(schema).relay(relay).build().check()));
+        }
+        String overTls = "tls-" + UUID.randomUUID();
+        String overScram = "scram-" + UUID.randomUUID();
+        try (KafkaInboxConsumer viaTls = inbox(overTls, topic, kafka.sslBootstrapServers(),
+                tls(kafka.tls().truststore().toString()));
+                KafkaInboxConsumer viaScram = inbox(overScram, topic, kafka.saslSslBootstrapServers(),
+                        scram(kafka.scramPassword()))) {
+            await().atMost(AWAIT).until(() -> received(overTls) == events && received(overScram) == events);
+            assertThat(viaTls.stats().loopErrors()).isZero();
+            assertThat(viaScram.stats().loopErrors()).isZero();
+            assertNoSecret(viaTls.toString() + viaScram.toString() + viaScram.stats());
+        }
+    }
+
+    // ---- the wrong settings ----------------------------------------------------------------------------------
+
+    @Test
+    void a_wrong_ca_is_named_with_the_truststore_to_fix_and_nothing_is_lost() throws Exception {
+        String wrong = kafka.tls().wrongTruststore().toString();
+        String expected = "TLS handshake with broker " + kafka.sslBootstrapServers() + " failed: the broker's "
+                + "certificate is not trusted by ssl.truststore.location=" + wrong + "; set the truststore that holds "
+                + "the broker's CA";
+        failsClearly(kafka.sslBootstrapServers(), tls(wrong), KafkaTransport.Mode.TRANSACTIONAL, expected);
+    }
+
+    @Test
+    void a_wrong_password_is_named_with_the_user_and_the_setting_to_fix_in_both_modes_and_nothing_is_lost()
+            throws Exception {
+        String expected = "SASL authentication failed for user '" + kafka.scramUser() + "' (SCRAM-SHA-512) at broker "
+                + kafka.saslSslBootstrapServers() + ": wrong password or unknown user (check sasl.jaas.config)";
+        failsClearly(kafka.saslSslBootstrapServers(), scram("not-" + kafka.scramPassword().substring(3)),
+                KafkaTransport.Mode.TRANSACTIONAL, expected);
+        failsClearly(kafka.saslSslBootstrapServers(), scram("not-" + kafka.scramPassword().substring(3)),
+                KafkaTransport.Mode.IDEMPOTENT, expected);
+    }
+
+    @Test
+    void plaintext_against_the_tls_port_asks_whether_security_protocol_is_right() throws Exception {
+        String expected = "the broker " + kafka.sslBootstrapServers() + " closed the connection during the "
+                + "handshake: is security.protocol right for this listener?";
+        Map<String, Object> plaintext = new LinkedHashMap<>();
+        plaintext.put("max.block.ms", "1000"); // a plaintext client only sees disconnects: each try waits this long
+        plaintext.put("request.timeout.ms", "1000");
+        plaintext.put("delivery.timeout.ms", "2500");
+        failsClearly(kafka.sslBootstrapServers(), plaintext, KafkaTransport.Mode.TRANSACTIONAL, expected);
+    }
+
+    @Test
+    void closing_the_inbox_consumer_does_not_wait_out_its_error_backoff() {
+        String topic = "denied-" + UUID.randomUUID();
+        kafka.createTopic(topic, 1);
+        KafkaInboxConsumer consumer = inbox("denied-" + UUID.randomUUID(), topic, kafka.saslSslBootstrapServers(),
+                scram("not-" + kafka.scramPassword().substring(3)));
+        try {
+            // backoff after the n-th failed poll: 100, 200, 400, 800, 1600, 3200 ms: the sixth one is long
+            await().atMost(AWAIT).until(() -> consumer.stats().loopErrors() >= 6);
+        } finally {
+            long begin = System.nanoTime();
+            consumer.close();
+            long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin);
+            assertThat(closeMs).as("close() while the loop backs off for 3.2 s").isLessThan(1_500);
+        }
+    }
+
+    /**
+     * A relay with these client settings and an inbox consumer with the same ones, side by side: the message appears
+     * in the events' last_error and once in the log per component (however many batches and polls failed); the
+     * events stay PENDING with no attempt; the consumer stores nothing and its group has no committed offset.
+     */
+    private void failsClearly(String bootstrap, Map<String, Object> settings, KafkaTransport.Mode mode,
+            String expected) throws Exception {
+        String topic = "denied-" + UUID.randomUUID();
+        kafka.createTopic(topic, 1);
+        String group = "denied-" + UUID.randomUUID();
+        int logsBefore = count(logs.text(), expected);
+        KafkaTransport transport = KafkaTransport.builder().bootstrapServers(bootstrap).mode(mode)
+                .properties(settings).build();
+        long start = System.nanoTime();
+        try (PollingRelay relay = relay(transport, "denied");
+                KafkaInboxConsumer consumer = inbox(group, topic, bootstrap, settings)) {
+            publish(topic, 5);
+            relay.nudge();
+            try {
+                await().atMost(AWAIT).until(() -> count(lastErrors(topic), expected) == 5);
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                throw new AssertionError("the events' last_error does not say '" + expected + "':\n"
+                        + lastErrors(topic), e);
+            }
+            // more failed batches and polls meanwhile: the message must not repeat per batch or per poll
+            await().atMost(AWAIT).until(() -> relay.stats().batches() >= 3
+                    && count(logs.text(), expected) >= logsBefore + 2);
+            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+            assertThat(count(logs.text(), expected) - logsBefore)
+                    .as("the message logged once by the relay's transport and once by the inbox consumer, after %d"
+                            + " batches in %d s; log:%n%s", relay.stats().batches(), seconds, logs.text())
+                    .isEqualTo(2);
+            assertThat(pending(topic)).as("events stay pending").isEqualTo(5);
+            assertThat(postgres.database().queryLong("SELECT coalesce(sum(attempts), 0) FROM "
+                    + schema.qualifiedOutboxTable() + " WHERE topic = '" + topic + "'"))
+                    .as("no attempt counted: it is the connection, not the events").isZero();
+            assertThat(relay.stats().parked()).isZero();
+            assertThat(received(group)).isZero();
+            assertThat(committedOffsets(group)).as("no offset committed").isEmpty();
+            assertNoSecret(transport.toString());
+            assertNoSecret(relay.toString());
+            assertNoSecret(lastErrors(topic));
+        } finally {
+            postgres.database().execute("DELETE FROM " + schema.qualifiedOutboxTable() + " WHERE topic = '" + topic
+                    + "'");
+        }
+    }
+
+    // ---- helpers ---------------------------------------------------------------------------------------------
+
+    private static PollingRelay relay(KafkaTransport transport, String name) {
+        return PollingRelay.builder().dataSource(postgres.database().dataSource()).schema(schema).transport(transport)
+                .name(name + "-" + UUID.randomUUID().toString().substring(0, 6)).pollInterval(Duration.ofMillis(50))
+                .outageBackoffMax(Duration.ofMillis(500)).build().start();
+    }
+
+    private static KafkaInboxConsumer inbox(String group, String topic, String bootstrap,
+            Map<String, Object> settings) {
+        return KafkaInboxConsumer.builder().bootstrapServers(bootstrap).properties(settings).groupId(group)
+                .topics(topic).dataSource(postgres.database().dataSource()).schema(schema).storeInInbox()
+                .pollTimeout(Duration.ofMillis(200)).build().start();
+    }
+
+    private static void publish(String topic, int events) throws Exception {
+        Outbox outbox = Outbox.builder().schema(schema).build();
+        try (Connection c = postgres.database().dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            for (int i = 0; i < events; i++) {
+                // keys of their own: events of another test left pending must not hold these back
+                outbox.publish(c, OutboxMessage.builder().topic(topic).aggregate("Order", topic + "-" + (i % 7))
+                        .eventType("Placed").jsonPayload("{\"n\":" + i + "}").build());
+            }
+            c.commit();
+        }
+    }
+
+    private static String lastErrors(String topic) throws Exception {
+        StringBuilder errors = new StringBuilder();
+        try (Connection c = postgres.database().connect(); var st = c.createStatement();
+                var rs = st.executeQuery("SELECT last_error FROM " + schema.qualifiedOutboxTable()
+                        + " WHERE topic = '" + topic + "'")) {
+            while (rs.next()) {
+                errors.append(rs.getString(1)).append('\n');
+            }
+        }
+        return errors.toString();
+    }
+
+    private static long pending(String topic) {
+        return postgres.database().queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                + " WHERE topic = '" + topic + "' AND state = 'PENDING'");
+    }
+
+    private static long published(String topic) {
+        return postgres.database().queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                + " WHERE topic = '" + topic + "' AND state = 'PUBLISHED'");
+    }
+
+    private static long received(String consumer) {
+        return postgres.database().queryLong("SELECT count(*) FROM " + "\"" + postgres.database().schema() + "\".inbox_event"
+                + " WHERE consumer = '" + consumer + "'");
+    }
+
+    private static Map<TopicPartition, OffsetAndMetadata> committedOffsets(String group) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
+            return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void assertNoSecret(String text) {
+        assertThat(text).doesNotContain(kafka.scramPassword());
+        assertThat(text).doesNotContain(kafka.scramPassword().substring(3)); // the wrong password's tail
+        assertThat(text).doesNotContain(kafka.tls().storePassword());
+    }
+
+    private static int count(String text, String needle) {
+        Matcher m = Pattern.compile(Pattern.quote(needle)).matcher(text);
+        int n = 0;
+        while (m.find()) {
+            n++;
+        }
+        return n;
+    }
+}
