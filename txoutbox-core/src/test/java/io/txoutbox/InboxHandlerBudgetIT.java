@@ -127,4 +127,37 @@ class InboxHandlerBudgetIT {
         assertThat(postgres.database().queryLong("SELECT count(*) FROM budget_effect WHERE consumer = '"
                 + consumer + "'")).isEqualTo(OTHERS);
     }
+    @Test
+    void a_handler_statement_past_the_budget_is_cut_by_the_server_and_fails_only_its_event() throws Exception {
+        String consumer = "budget-sql-" + UUID.randomUUID();
+        UUID slow = receive(consumer);
+        List<Long> slowMs = new CopyOnWriteArrayList<>();
+        try (InboxWorker worker = InboxWorker.builder().dataSource(postgres.database().dataSource()).schema(schema)
+                .consumer(consumer).lanes(1).pollInterval(Duration.ofMillis(20))
+                .leaseTimeout(Duration.ofSeconds(1)).handlerTimeout(Duration.ofMillis(500))
+                .retry(RetryPolicy.defaults().withMaxAttempts(1))
+                .failurePolicy(FailurePolicy.PARK_KEY)
+                .handler("Fast", InboxHandlerBudgetIT::effect)
+                .handler("Slow", (c, e) -> {
+                    effect(c, e);
+                    long start = System.nanoTime();
+                    try (java.sql.Statement st = c.createStatement()) {
+                        st.execute("SELECT pg_sleep(30)"); // a statement does not notice a thread interrupt
+                    } finally {
+                        slowMs.add((System.nanoTime() - start) / 1_000_000);
+                    }
+                }).build().start()) {
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).untilAsserted(() ->
+                    assertThat(count("event_id = '" + slow + "' AND state = 'PARKED' AND attempts = 1"))
+                            .as("the slow event, failed once, parked").isOne());
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                    assertThat(count("consumer = '" + consumer + "' AND state = 'PROCESSED'")).isEqualTo(OTHERS));
+            assertThat(worker.stats().loopErrors()).as("no batch failed").isZero();
+        }
+        System.out.printf("handler budget 500 ms: pg_sleep(30) cut after %s ms%n", slowMs);
+        assertThat(slowMs).hasSize(1).allMatch(ms -> ms >= 450 && ms < 5_000);
+        assertThat(lastError(slow)).contains("longer than inboxWorker.handlerTimeout (500 ms)");
+        assertThat(postgres.database().queryLong("SELECT count(*) FROM budget_effect WHERE consumer = '"
+                + consumer + "'")).isEqualTo(OTHERS);
+    }
 }

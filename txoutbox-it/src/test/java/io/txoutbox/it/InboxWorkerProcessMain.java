@@ -40,9 +40,13 @@ public final class InboxWorkerProcessMain {
                 long pid = ProcessHandle.current().pid();
                 System.out.println("WORKER-STOPPING-MID-BATCH event=" + e.eventId() + " pid=" + pid);
                 System.out.flush();
-                new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start().waitFor();
-                System.out.println("WORKER-RESUMED");
-                System.out.flush();
+                try {
+                    new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start().waitFor();
+                } finally {
+                    // resumed (the wait may end with the handler budget's interrupt: the stop outlasted it)
+                    System.out.println("WORKER-RESUMED");
+                    System.out.flush();
+                }
             }
         };
         InboxWorker worker = InboxWorker.builder().dataSource(ds).schema(schema).consumer(consumer).name(workerName)

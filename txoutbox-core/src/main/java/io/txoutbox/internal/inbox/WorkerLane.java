@@ -8,7 +8,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.SessionLease;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -56,6 +56,11 @@ final class WorkerLane implements Runnable {
     private final Semaphore wake = new Semaphore(0);
     /** Told when the lane meets "permission denied" (42501): the worker stops. */
     private final java.util.function.Consumer<Throwable> denied;
+    private final HandlerWatchdog watchdog;
+    /** A statement at least every third of the lease keeps an idle lane's session (idle_session_timeout). */
+    private final long heartbeatNanos;
+    private final long batchDeadlineNanos;
+    private long lastTalkNanos;
 
     private volatile boolean stopping;
     private Connection connection;
@@ -66,8 +71,11 @@ final class WorkerLane implements Runnable {
     private String standbyReason;
 
     WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
-            InboxListener listener, java.util.function.Consumer<Throwable> denied) {
+            InboxListener listener, java.util.function.Consumer<Throwable> denied, HandlerWatchdog watchdog) {
         this.config = config;
+        this.watchdog = watchdog;
+        this.heartbeatNanos = config.leaseTimeout().toNanos() / 3;
+        this.batchDeadlineNanos = InboxSession.batchDeadline(config).toNanos();
         this.denied = denied;
         this.index = index;
         this.laneId = config.name() + "-" + index;
@@ -112,9 +120,10 @@ final class WorkerLane implements Runnable {
                         continue;
                     }
                     boolean worked = runBatch();
+                    lastTalkNanos = System.nanoTime();
                     errorBackoffMs = 0;
                     if (!worked) {
-                        wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+                        idle();
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -152,12 +161,9 @@ final class WorkerLane implements Runnable {
         if (connection == null) {
             connection = dataSource.getConnection();
             connection.setAutoCommit(true);
-            // like every txoutbox session; the handler's effects share the batch's transaction, so they run at it too
-            isolation = ReadCommitted.pin(connection);
-            try (Statement st = connection.createStatement()) {
-                st.execute("SET plan_cache_mode = force_custom_plan");
-                st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
-            }
+            // the lease, and READ COMMITTED like every txoutbox session; the handler's effects share the batch's
+            // transaction, so they run at it too
+            isolation = SessionLease.configure(connection, InboxSession.settings(config, laneId));
         }
         LaneLock.Result lock = LaneLock.tryAcquire(connection,
                 InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index),
@@ -201,15 +207,7 @@ final class WorkerLane implements Runnable {
             return;
         }
         try {
-            if (!c.getAutoCommit()) {
-                c.rollback();
-                c.setAutoCommit(true);
-            }
-            try (Statement st = c.createStatement()) {
-                st.execute("SELECT pg_advisory_unlock_all()");
-                st.execute("RESET ALL");
-            }
-            ReadCommitted.restore(c, isolation);
+            SessionLease.reset(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-inbox {}: could not reset connection: {}", laneId, e.toString());
         } finally {
@@ -248,6 +246,9 @@ final class WorkerLane implements Runnable {
             List<Failure> failures = new ArrayList<>();
             Set<String> failedKeys = new HashSet<>();
             for (int i = 0; i < batch.size(); i++) {
+                if (i > 0 && System.nanoTime() - claimedAt > batchDeadlineNanos) {
+                    break; // the batch has run for the lease: the rest stays pending, in order, for the next one
+                }
                 InboxEvent e = batch.get(i);
                 String group = InboxBytes.groupForm(e.keyBytes()); // the key as partition_key groups it
                 if (group != null && failedKeys.contains(group)) {
@@ -348,14 +349,25 @@ final class WorkerLane implements Runnable {
                     + " or defaultHandler(...)");
         }
         Savepoint sp = c.setSavepoint();
+        long start = System.nanoTime();
+        HandlerWatchdog.Ticket budget = watchdog.arm(config.handlerTimeout());
+        Throwable failure = null;
         try {
             handler.handle(c, e);
         } catch (Throwable t) {
-            if (t instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
+            failure = t;
+        }
+        boolean interrupted = budget.disarm();
+        long elapsed = System.nanoTime() - start;
+        if (interrupted || elapsed > config.handlerTimeout().toNanos()) {
+            // slower than its budget: the event fails, whatever the handler made of the interrupt or the timeout
+            failure = HandlerBudget.exceeded(config, e, elapsed, failure);
+        } else if (failure instanceof InterruptedException) {
+            Thread.currentThread().interrupt(); // not the budget's: the worker is being closed
+        }
+        if (failure != null) {
             c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
-            return t;
+            return failure;
         }
         c.releaseSavepoint(sp);
         if (!isInTransaction(c)) {
@@ -397,6 +409,32 @@ final class WorkerLane implements Runnable {
         log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
                 why, key(e.key()), config.consumer(), error);
         return "DEAD";
+    }
+
+    /**
+     * Nothing to do: waits for a nudge or the poll interval, and keeps the lease meanwhile (a statement every third
+     * of it, committed at once so the session never idles in a transaction).
+     */
+    private void idle() throws InterruptedException {
+        long deadline = System.nanoTime() + config.pollInterval().toNanos();
+        while (!stopping) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || wake.tryAcquire(Math.min(left, heartbeatNanos), TimeUnit.NANOSECONDS)) {
+                return;
+            }
+            if (owner && connection != null && System.nanoTime() - lastTalkNanos >= heartbeatNanos) {
+                try (Statement st = connection.createStatement()) {
+                    st.execute("SELECT 1");
+                    connection.commit();
+                    lastTalkNanos = System.nanoTime();
+                } catch (SQLException e) {
+                    log.warn("txoutbox-inbox {}: lost the lane's session while idle ({}); another worker may own it"
+                            + " now", laneId, e.getMessage());
+                    releaseConnection();
+                    return;
+                }
+            }
+        }
     }
 
     private Map<String, Long> waitingKeys(Connection c) throws SQLException {
