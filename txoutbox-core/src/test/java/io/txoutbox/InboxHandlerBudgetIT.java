@@ -160,4 +160,38 @@ class InboxHandlerBudgetIT {
         assertThat(postgres.database().queryLong("SELECT count(*) FROM budget_effect WHERE consumer = '"
                 + consumer + "'")).isEqualTo(OTHERS);
     }
+    @Test
+    void a_handler_that_ignores_the_interrupt_past_the_lease_fails_its_event_not_its_batch_for_ever()
+            throws Exception {
+        String consumer = "budget-stuck-" + UUID.randomUUID();
+        UUID slow = receive(consumer);
+        try (InboxWorker worker = InboxWorker.builder().dataSource(postgres.database().dataSource()).schema(schema)
+                .consumer(consumer).lanes(1).pollInterval(Duration.ofMillis(20))
+                .leaseTimeout(Duration.ofSeconds(1)).handlerTimeout(Duration.ofMillis(500))
+                .retry(RetryPolicy.defaults().withMaxAttempts(2).withBackoff(Duration.ofMillis(50),
+                        Duration.ofMillis(50)))
+                .failurePolicy(FailurePolicy.PARK_KEY)
+                .handler("Fast", InboxHandlerBudgetIT::effect)
+                .handler("Slow", (c, e) -> {
+                    effect(c, e);
+                    // waits 2 s outside the database and shrugs off interrupts: the lease (1 s) ends the session
+                    long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+                    while (System.nanoTime() < deadline) {
+                        Thread.interrupted();
+                        java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
+                    }
+                }).build().start()) {
+            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
+                    assertThat(count("consumer = '" + consumer + "' AND state = 'PROCESSED'"))
+                            .as("events of the stuck event's batch processed").isEqualTo(OTHERS));
+            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
+                    assertThat(count("event_id = '" + slow + "' AND state = 'PARKED' AND attempts = 2"))
+                            .as("the stuck event, failed twice, parked").isOne());
+            System.out.printf("handler ignoring the budget: %d batches lost with their sessions%n",
+                    worker.stats().loopErrors());
+        }
+        assertThat(lastError(slow)).contains("handlerTimeout");
+        assertThat(postgres.database().queryLong("SELECT count(*) FROM budget_effect WHERE consumer = '"
+                + consumer + "'")).isEqualTo(OTHERS);
+    }
 }
