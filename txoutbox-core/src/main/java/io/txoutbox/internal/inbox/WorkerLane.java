@@ -61,6 +61,12 @@ final class WorkerLane implements Runnable {
     private final long heartbeatNanos;
     private final long batchDeadlineNanos;
     private long lastTalkNanos;
+    /**
+     * An event whose handler ran past its budget and the lease, so the session (and the batch) was lost before its
+     * failure could be recorded; recorded on the next session before the next claim, so it fails that event — and
+     * after the retries parks its key — instead of failing its batch for ever.
+     */
+    private Failure overrun;
 
     private volatile boolean stopping;
     private Connection connection;
@@ -232,6 +238,9 @@ final class WorkerLane implements Runnable {
     private boolean runBatch() throws SQLException {
         Connection c = connection;
         try {
+            if (overrun != null) {
+                recordOverrun(c);
+            }
             long t0 = System.nanoTime();
             Claimed claimed = claim(c, waitingKeys(c));
             List<InboxEvent> batch = claimed.events();
@@ -359,14 +368,22 @@ final class WorkerLane implements Runnable {
         }
         boolean interrupted = budget.disarm();
         long elapsed = System.nanoTime() - start;
-        if (interrupted || elapsed > config.handlerTimeout().toNanos()) {
+        boolean overran = interrupted || elapsed > config.handlerTimeout().toNanos();
+        if (overran) {
             // slower than its budget: the event fails, whatever the handler made of the interrupt or the timeout
             failure = HandlerBudget.exceeded(config, e, elapsed, failure);
         } else if (failure instanceof InterruptedException) {
             Thread.currentThread().interrupt(); // not the budget's: the worker is being closed
         }
         if (failure != null) {
-            c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
+            try {
+                c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
+            } catch (SQLException lost) {
+                if (overran) {
+                    overrun = new Failure(e, failure, false); // counted on the next session
+                }
+                throw lost;
+            }
             return failure;
         }
         c.releaseSavepoint(sp);
@@ -384,6 +401,37 @@ final class WorkerLane implements Runnable {
     /** A partition key as this worker's log lines show it (see {@link InboxWorkerConfig#logPartitionKeys()}). */
     private String key(String key) {
         return LoggedKeys.show(key, config.logPartitionKeys());
+    }
+
+    /** Records the failed attempt of {@link #overrun} in a transaction of its own; a row no longer pending is left. */
+    private void recordOverrun(Connection c) throws SQLException {
+        Failure f = overrun;
+        List<Long> delays = new ArrayList<>(1);
+        String state = plan(f, delays);
+        int updated;
+        try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+            ps.setArray(1, c.createArrayOf("bigint", new Long[] {f.event().id()}));
+            ps.setArray(2, c.createArrayOf("text", new String[] {HandlerFailures.describe(f.cause(),
+                    MAX_ERROR_LENGTH)}));
+            ps.setArray(3, c.createArrayOf("bigint", delays.toArray(new Long[0])));
+            ps.setArray(4, c.createArrayOf("text", new String[] {state}));
+            ps.setString(5, config.consumer());
+            updated = ps.executeUpdate();
+        }
+        c.commit();
+        overrun = null;
+        if (updated == 1) {
+            String type = f.event().eventType();
+            counters.failedAttempts.increment();
+            listener.handlerFailed(type, InboxListener.FailureKind.TRANSIENT);
+            if (state.equals("PARKED")) {
+                counters.parked.increment();
+                listener.keyParked(type);
+            } else if (state.equals("DEAD")) {
+                counters.dead.increment();
+                listener.deadLettered(type);
+            }
+        }
     }
 
     /** Decides the failed event's next state and appends its delay (ms) to {@code delays}. */
