@@ -1,6 +1,7 @@
 package io.txoutbox.internal.inbox;
 
 import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +28,11 @@ final class HandlerWatchdog implements AutoCloseable {
     /** Starts the budget of a handler about to run on the calling thread. */
     Ticket arm(Duration budget) {
         Ticket ticket = new Ticket(Thread.currentThread());
-        ticket.future = timer.schedule(ticket::fire, budget.toNanos(), TimeUnit.NANOSECONDS);
+        try {
+            ticket.future = timer.schedule(ticket::fire, budget.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closed) {
+            // the worker is closed and a lane still finishes its batch: the elapsed time still fails a slow event
+        }
         return ticket;
     }
 
@@ -60,7 +65,9 @@ final class HandlerWatchdog implements AutoCloseable {
          */
         synchronized boolean disarm() {
             done = true;
-            future.cancel(false);
+            if (future != null) {
+                future.cancel(false);
+            }
             if (fired) {
                 Thread.interrupted();
             }
