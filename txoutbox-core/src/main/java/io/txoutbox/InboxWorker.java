@@ -75,6 +75,8 @@ public interface InboxWorker extends AutoCloseable {
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private InboxListener listener = InboxListener.none();
         private boolean logPartitionKeys = InboxWorkerConfig.DEFAULT_LOG_PARTITION_KEYS;
+        private Duration leaseTimeout = InboxWorkerConfig.DEFAULT_LEASE_TIMEOUT;
+        private Duration handlerTimeout = InboxWorkerConfig.DEFAULT_HANDLER_TIMEOUT;
 
         private Builder() {
         }
@@ -153,6 +155,27 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
+        /**
+         * How long a lane stays owned by a worker that stopped answering (paused, cut off, frozen) before PostgreSQL
+         * ends its session — rolling back the batch it was in, with its row locks — and another worker takes the
+         * lane over; default 10 s, as the relay's. A crashed process is noticed at once.
+         */
+        public Builder leaseTimeout(Duration leaseTimeout) {
+            this.leaseTimeout = leaseTimeout;
+            return this;
+        }
+
+        /**
+         * A handler's time budget, default 5 s, at most half of {@link #leaseTimeout}: a handler that runs longer
+         * fails its event (a failed attempt, retried, then parked or dead per the policies; its effects are rolled
+         * back to the event's savepoint) and the rest of the batch goes on. At the budget the lane's thread is
+         * interrupted; each of the handler's statements is bounded by it too ({@code statement_timeout}).
+         */
+        public Builder handlerTimeout(Duration handlerTimeout) {
+            this.handlerTimeout = handlerTimeout;
+            return this;
+        }
+
         /** Which handler exceptions fail an event at once, without retries; see {@link InboxHandler}. */
         public Builder permanentFailure(Predicate<Throwable> permanentFailure) {
             this.permanentFailure = permanentFailure;
@@ -176,7 +199,8 @@ public interface InboxWorker extends AutoCloseable {
                         + "processes rows through connections of its own");
             }
             InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
-                    batchSize, pollInterval, retry, failurePolicy, permanentFailure, logPartitionKeys);
+                    batchSize, pollInterval, retry, failurePolicy, permanentFailure, logPartitionKeys, leaseTimeout,
+                    handlerTimeout);
             if (listener == null) {
                 throw new InvalidConfigurationException("inboxWorker.listener must not be null; leave it unset for "
                         + "none");

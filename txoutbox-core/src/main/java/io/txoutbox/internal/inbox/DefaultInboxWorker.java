@@ -32,6 +32,7 @@ public final class DefaultInboxWorker implements InboxWorker {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean denied = new AtomicBoolean();
     private final DataSource dataSource;
+    private final HandlerWatchdog watchdog;
 
     public DefaultInboxWorker(InboxWorkerConfig config, DataSource dataSource) {
         this(config, dataSource, InboxListener.none());
@@ -42,8 +43,9 @@ public final class DefaultInboxWorker implements InboxWorker {
         this.dataSource = dataSource;
         this.listener = new GuardedInboxListener(listener, config.name());
         InboxSql sql = new InboxSql(config.schema().schema());
+        this.watchdog = new HandlerWatchdog(config.name());
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener, this::denied));
+            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener, this::denied, watchdog));
         }
     }
 
@@ -134,6 +136,7 @@ public final class DefaultInboxWorker implements InboxWorker {
                 t.interrupt();
             }
         }
+        watchdog.close();
         if (interrupted) {
             Thread.currentThread().interrupt();
         }

@@ -8,7 +8,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.SessionLease;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -56,6 +56,17 @@ final class WorkerLane implements Runnable {
     private final Semaphore wake = new Semaphore(0);
     /** Told when the lane meets "permission denied" (42501): the worker stops. */
     private final java.util.function.Consumer<Throwable> denied;
+    private final HandlerWatchdog watchdog;
+    /** A statement at least every third of the lease keeps an idle lane's session (idle_session_timeout). */
+    private final long heartbeatNanos;
+    private final long batchDeadlineNanos;
+    private long lastTalkNanos;
+    /**
+     * An event whose handler ran past its budget and the lease, so the session (and the batch) was lost before its
+     * failure could be recorded; recorded on the next session before the next claim, so it fails that event — and
+     * after the retries parks its key — instead of failing its batch for ever.
+     */
+    private Failure overrun;
 
     private volatile boolean stopping;
     private Connection connection;
@@ -66,8 +77,11 @@ final class WorkerLane implements Runnable {
     private String standbyReason;
 
     WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
-            InboxListener listener, java.util.function.Consumer<Throwable> denied) {
+            InboxListener listener, java.util.function.Consumer<Throwable> denied, HandlerWatchdog watchdog) {
         this.config = config;
+        this.watchdog = watchdog;
+        this.heartbeatNanos = config.leaseTimeout().toNanos() / 3;
+        this.batchDeadlineNanos = InboxSession.batchDeadline(config).toNanos();
         this.denied = denied;
         this.index = index;
         this.laneId = config.name() + "-" + index;
@@ -112,9 +126,10 @@ final class WorkerLane implements Runnable {
                         continue;
                     }
                     boolean worked = runBatch();
+                    lastTalkNanos = System.nanoTime();
                     errorBackoffMs = 0;
                     if (!worked) {
-                        wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+                        idle();
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -152,12 +167,9 @@ final class WorkerLane implements Runnable {
         if (connection == null) {
             connection = dataSource.getConnection();
             connection.setAutoCommit(true);
-            // like every txoutbox session; the handler's effects share the batch's transaction, so they run at it too
-            isolation = ReadCommitted.pin(connection);
-            try (Statement st = connection.createStatement()) {
-                st.execute("SET plan_cache_mode = force_custom_plan");
-                st.execute("SET application_name = 'txoutbox-inbox " + laneId.replace("'", "") + "'");
-            }
+            // the lease, and READ COMMITTED like every txoutbox session; the handler's effects share the batch's
+            // transaction, so they run at it too
+            isolation = SessionLease.configure(connection, InboxSession.settings(config, laneId));
         }
         LaneLock.Result lock = LaneLock.tryAcquire(connection,
                 InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index),
@@ -201,15 +213,7 @@ final class WorkerLane implements Runnable {
             return;
         }
         try {
-            if (!c.getAutoCommit()) {
-                c.rollback();
-                c.setAutoCommit(true);
-            }
-            try (Statement st = c.createStatement()) {
-                st.execute("SELECT pg_advisory_unlock_all()");
-                st.execute("RESET ALL");
-            }
-            ReadCommitted.restore(c, isolation);
+            SessionLease.reset(c, isolation);
         } catch (SQLException e) {
             log.debug("txoutbox-inbox {}: could not reset connection: {}", laneId, e.toString());
         } finally {
@@ -234,6 +238,9 @@ final class WorkerLane implements Runnable {
     private boolean runBatch() throws SQLException {
         Connection c = connection;
         try {
+            if (overrun != null) {
+                recordOverrun(c);
+            }
             long t0 = System.nanoTime();
             Claimed claimed = claim(c, waitingKeys(c));
             List<InboxEvent> batch = claimed.events();
@@ -248,6 +255,9 @@ final class WorkerLane implements Runnable {
             List<Failure> failures = new ArrayList<>();
             Set<String> failedKeys = new HashSet<>();
             for (int i = 0; i < batch.size(); i++) {
+                if (i > 0 && System.nanoTime() - claimedAt > batchDeadlineNanos) {
+                    break; // the batch has run for the lease: the rest stays pending, in order, for the next one
+                }
                 InboxEvent e = batch.get(i);
                 String group = InboxBytes.groupForm(e.keyBytes()); // the key as partition_key groups it
                 if (group != null && failedKeys.contains(group)) {
@@ -348,14 +358,33 @@ final class WorkerLane implements Runnable {
                     + " or defaultHandler(...)");
         }
         Savepoint sp = c.setSavepoint();
+        long start = System.nanoTime();
+        HandlerWatchdog.Ticket budget = watchdog.arm(config.handlerTimeout());
+        Throwable failure = null;
         try {
             handler.handle(c, e);
         } catch (Throwable t) {
-            if (t instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
+            failure = t;
+        }
+        boolean interrupted = budget.disarm();
+        long elapsed = System.nanoTime() - start;
+        boolean overran = interrupted || elapsed > config.handlerTimeout().toNanos();
+        if (overran) {
+            // slower than its budget: the event fails, whatever the handler made of the interrupt or the timeout
+            failure = HandlerBudget.exceeded(config, e, elapsed, failure);
+        } else if (failure instanceof InterruptedException) {
+            Thread.currentThread().interrupt(); // not the budget's: the worker is being closed
+        }
+        if (failure != null) {
+            try {
+                c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
+            } catch (SQLException lost) {
+                if (overran) {
+                    overrun = new Failure(e, failure, false); // counted on the next session
+                }
+                throw lost;
             }
-            c.rollback(sp); // throws if the connection is gone: then the whole batch is retried
-            return t;
+            return failure;
         }
         c.releaseSavepoint(sp);
         if (!isInTransaction(c)) {
@@ -372,6 +401,37 @@ final class WorkerLane implements Runnable {
     /** A partition key as this worker's log lines show it (see {@link InboxWorkerConfig#logPartitionKeys()}). */
     private String key(String key) {
         return LoggedKeys.show(key, config.logPartitionKeys());
+    }
+
+    /** Records the failed attempt of {@link #overrun} in a transaction of its own; a row no longer pending is left. */
+    private void recordOverrun(Connection c) throws SQLException {
+        Failure f = overrun;
+        List<Long> delays = new ArrayList<>(1);
+        String state = plan(f, delays);
+        int updated;
+        try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+            ps.setArray(1, c.createArrayOf("bigint", new Long[] {f.event().id()}));
+            ps.setArray(2, c.createArrayOf("text", new String[] {HandlerFailures.describe(f.cause(),
+                    MAX_ERROR_LENGTH)}));
+            ps.setArray(3, c.createArrayOf("bigint", delays.toArray(new Long[0])));
+            ps.setArray(4, c.createArrayOf("text", new String[] {state}));
+            ps.setString(5, config.consumer());
+            updated = ps.executeUpdate();
+        }
+        c.commit();
+        overrun = null;
+        if (updated == 1) {
+            String type = f.event().eventType();
+            counters.failedAttempts.increment();
+            listener.handlerFailed(type, InboxListener.FailureKind.TRANSIENT);
+            if (state.equals("PARKED")) {
+                counters.parked.increment();
+                listener.keyParked(type);
+            } else if (state.equals("DEAD")) {
+                counters.dead.increment();
+                listener.deadLettered(type);
+            }
+        }
     }
 
     /** Decides the failed event's next state and appends its delay (ms) to {@code delays}. */
@@ -397,6 +457,32 @@ final class WorkerLane implements Runnable {
         log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
                 why, key(e.key()), config.consumer(), error);
         return "DEAD";
+    }
+
+    /**
+     * Nothing to do: waits for a nudge or the poll interval, and keeps the lease meanwhile (a statement every third
+     * of it, committed at once so the session never idles in a transaction).
+     */
+    private void idle() throws InterruptedException {
+        long deadline = System.nanoTime() + config.pollInterval().toNanos();
+        while (!stopping) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || wake.tryAcquire(Math.min(left, heartbeatNanos), TimeUnit.NANOSECONDS)) {
+                return;
+            }
+            if (owner && connection != null && System.nanoTime() - lastTalkNanos >= heartbeatNanos) {
+                try (Statement st = connection.createStatement()) {
+                    st.execute("SELECT 1");
+                    connection.commit();
+                    lastTalkNanos = System.nanoTime();
+                } catch (SQLException e) {
+                    log.warn("txoutbox-inbox {}: lost the lane's session while idle ({}); another worker may own it"
+                            + " now", laneId, e.getMessage());
+                    releaseConnection();
+                    return;
+                }
+            }
+        }
     }
 
     private Map<String, Long> waitingKeys(Connection c) throws SQLException {
