@@ -148,6 +148,8 @@ public final class KafkaBroker implements AutoCloseable {
     /** Broker settings; every Kafka broker property may be overridden. */
     public static final class Builder {
         private final Map<String, String> overrides = new LinkedHashMap<>();
+        private KafkaBroker cluster;
+        private int nodeId;
 
         private Builder() {
         }
@@ -164,6 +166,21 @@ public final class KafkaBroker implements AutoCloseable {
                 throw new IllegalArgumentException("kafkaBroker.numPartitions must be >= 1, was " + partitions);
             }
             return property("num.partitions", Integer.toString(partitions));
+        }
+
+        /**
+         * Starts a second broker (broker role only, node id {@code nodeId}) in the cluster of {@code first}, whose
+         * controller it registers with: for topics with a replication factor above 1, e.g. a partition whose ISR
+         * falls below {@code min.insync.replicas} when this broker stops.
+         */
+        public Builder joining(KafkaBroker first, int nodeId) {
+            if (nodeId < 2) {
+                throw new IllegalArgumentException("kafkaBroker.joining: node id must be >= 2 (1 is the first "
+                        + "broker's), was " + nodeId);
+            }
+            this.cluster = Objects.requireNonNull(first, "first");
+            this.nodeId = nodeId;
+            return this;
         }
 
         public KafkaBroker start() {
@@ -184,9 +201,19 @@ public final class KafkaBroker implements AutoCloseable {
                 KafkaRaftServer server = null;
                 try {
                     Properties props = BrokerSetup.singleNode(ports[0], ports[1], dir.resolve("data"), overrides);
+                    String clusterId = null;
+                    if (cluster != null) {
+                        Properties first = BrokerSetup.read(cluster.dir.resolve("server.properties"));
+                        props.setProperty("process.roles", "broker");
+                        props.setProperty("node.id", Integer.toString(nodeId));
+                        props.setProperty("controller.quorum.voters", first.getProperty("controller.quorum.voters"));
+                        props.setProperty("listeners", "PLAINTEXT://127.0.0.1:" + ports[0]);
+                        clusterId = BrokerSetup.read(cluster.logDir().resolve("meta.properties"))
+                                .getProperty("cluster.id");
+                    }
                     Path file = dir.resolve("server.properties");
                     BrokerSetup.write(props, file);
-                    BrokerSetup.format(file);
+                    BrokerSetup.format(file, clusterId);
                     server = newServer(props);
                     server.startup();
                     log.info("KafkaBroker 127.0.0.1:{} started in {} ms (controller port {}, dir {}, overrides {})",
