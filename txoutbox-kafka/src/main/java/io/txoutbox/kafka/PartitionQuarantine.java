@@ -106,17 +106,24 @@ final class PartitionQuarantine implements AutoCloseable {
         TopicPartition tp = new TopicPartition(topic, partition);
         String text = error == null ? "unknown error" : Failures.unwrap(error).toString();
         long now = System.nanoTime();
-        long[] strike = strikes.get(tp);
-        int count = strike != null && now - strike[1] < STRIKE_MEMORY.toNanos() ? (int) strike[0] + 1 : 0;
-        long hold = Math.min(MAX_HOLD.toNanos(), MIN_HOLD.toNanos() << Math.min(count, 16));
-        strikes.put(tp, new long[] {count, now});
-        Sick previous = sick.putIfAbsent(tp, new Sick(Instant.now(), now, hold, text));
-        if (previous == null) {
+        if (!sick.containsKey(tp)) {
+            // a return soon after the last release: the metadata looked healthy but was not, so stay longer
+            long[] strike = strikes.get(tp);
+            int count = strike != null && now - strike[1] < STRIKE_MEMORY.toNanos() ? (int) strike[0] + 1 : 0;
+            long hold = Math.min(MAX_HOLD.toNanos(), MIN_HOLD.toNanos() << Math.min(count, 16));
+            if (sick.putIfAbsent(tp, new Sick(Instant.now(), now, hold, text)) != null) {
+                return cause(tp, text, error);
+            }
+            strikes.put(tp, new long[] {count, now});
             log.warn("txoutbox-kafka: lane {}: partition {} failed ({}) while other partitions accepted records: its "
                     + "keys wait (at least {} ms) until it is healthy, the rest of the lane goes on", lane, tp, text,
                     TimeUnit.NANOSECONDS.toMillis(hold));
             startChecker();
         }
+        return cause(tp, text, error);
+    }
+
+    private static PartitionUnavailableException cause(TopicPartition tp, String text, Throwable error) {
         return new PartitionUnavailableException(tp.toString(), "partition " + tp + " failed while other partitions "
                 + "of the batch accepted records: " + text + "; its keys wait until it recovers", error);
     }
