@@ -19,6 +19,8 @@ final class BatchAttempt {
     private final RecordMetadata[] metadata;
     private final Exception[] errors;
     private final boolean[] culprit;
+    /** The partition the producer reported with a failure (-1: none reported). */
+    private final int[] failedPartition;
     private final Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
     private volatile boolean failed;
 
@@ -26,6 +28,8 @@ final class BatchAttempt {
         metadata = new RecordMetadata[size];
         errors = new Exception[size];
         culprit = new boolean[size];
+        failedPartition = new int[size];
+        java.util.Arrays.fill(failedPartition, -1);
     }
 
     Callback callback(int index) {
@@ -38,6 +42,9 @@ final class BatchAttempt {
             return;
         }
         errors[index] = error;
+        if (md != null && md.partition() >= 0) {
+            failedPartition[index] = md.partition();
+        }
         failed = true;
         if (!Failures.isAbortNotice(error) && seen.add(error)) {
             culprit[index] = true;
@@ -51,6 +58,11 @@ final class BatchAttempt {
 
     synchronized RecordMetadata metadata(int index) {
         return metadata[index];
+    }
+
+    /** The record's partition as the producer reported it, acknowledged or failed; -1 when unknown. */
+    synchronized int partition(int index) {
+        return metadata[index] != null ? metadata[index].partition() : failedPartition[index];
     }
 
     synchronized Exception error(int index) {

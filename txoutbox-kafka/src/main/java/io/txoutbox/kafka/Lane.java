@@ -2,6 +2,7 @@ package io.txoutbox.kafka;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.spi.OutboxRecord;
+import io.txoutbox.spi.PartitionUnavailableException;
 import io.txoutbox.spi.SendResult;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,6 +44,9 @@ final class Lane {
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
     private volatile Producer<byte[], byte[]> producer;
     private volatile boolean closed;
+    private final PartitionQuarantine quarantine;
+    private final boolean customPartitioner;
+    private final TransactionalIds transactionalIds;
 
     Lane(String lane, KafkaTransportConfig config, RecordMapper mapper, TopicProbe topicProbe,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
@@ -51,6 +55,10 @@ final class Lane {
         this.mapper = mapper;
         this.topicProbe = topicProbe;
         this.producerFactory = producerFactory;
+        this.quarantine = new PartitionQuarantine(lane, config.adminProperties(), config.requestTimeoutMs());
+        this.customPartitioner = config.producerProperties(lane)
+                .containsKey(org.apache.kafka.clients.producer.ProducerConfig.PARTITIONER_CLASS_CONFIG);
+        this.transactionalIds = new TransactionalIds(lane, config, producerFactory);
     }
 
     static Producer<byte[], byte[]> kafkaProducer(Map<String, Object> props) {
@@ -113,6 +121,14 @@ final class Lane {
                     SendResult.unavailable(batchFailure("could not start the transactional producer", e)));
             return;
         }
+        if (quarantine.isEmpty()) {
+            transactionalIds.fenceHealed();
+        } else {
+            divertQuarantined(batch, sendable, records, results, p);
+            if (sendable.isEmpty()) {
+                return;
+            }
+        }
         BatchAttempt attempt = new BatchAttempt(records.size());
         RuntimeException thrown = null;
         try {
@@ -120,6 +136,9 @@ final class Lane {
             for (int k = 0; k < records.size() && !attempt.failed(); k++) {
                 p.send(records.get(k), attempt.callback(k));
             }
+            // every record's outcome before the commit: a partition that fails after the others were acknowledged
+            // is then named (and quarantined) instead of timing the commit out
+            p.flush();
         } catch (RuntimeException e) {
             thrown = e;
         }
@@ -147,13 +166,40 @@ final class Lane {
             giveUp(batch, sendable, results, thrown != null ? thrown : attempt.anyError(), attempt);
             return;
         }
+        // a partition that failed while others took records: the transaction's abort markers cannot be written to
+        // it until it heals, so this transactional.id is blocked until then and the lane moves to its other one
+        boolean blocked = quarantineFailedPartitions(batch, sendable, attempt);
         try {
             p.abortTransaction();
         } catch (RuntimeException e) {
-            giveUp(batch, sendable, results, e, attempt);
-            return;
+            if (!blocked) {
+                giveUp(batch, sendable, results, e, attempt);
+                return;
+            }
+        }
+        if (blocked) {
+            transactionalIds.blocked();
+            discardProducer();
         }
         classifyAborted(batch, sendable, results, attempt, thrown);
+    }
+
+    /** Quarantines the partitions that failed retriably while others of the attempt were acknowledged. */
+    private boolean quarantineFailedPartitions(List<OutboxRecord> batch, List<Integer> sendable,
+            BatchAttempt attempt) {
+        boolean any = false;
+        for (int k = 0; k < sendable.size(); k++) {
+            Exception error = attempt.error(k);
+            int partition = attempt.partition(k);
+            if (attempt.isCulprit(k) && isPartitionScoped(error) && partition >= 0) {
+                OutboxRecord r = batch.get(sendable.get(k));
+                if (ackedElsewhere(batch, sendable, attempt, r.topic(), partition)) {
+                    quarantine.add(r.topic(), partition, error);
+                    any = true;
+                }
+            }
+        }
+        return any;
     }
 
     /**
@@ -213,9 +259,18 @@ final class Lane {
                 hold(heldKeys, key, r);
                 continue;
             }
-            String firstTopic = key == null ? null : keyTopic.putIfAbsent(key, r.topic());
             int partition = key == null ? Math.floorMod(r.eventId().hashCode(), partitions)
                     : Utils.toPositive(Utils.murmur2(pr.key())) % partitions;
+            if (!quarantine.isEmpty() && quarantine.contains(r.topic(), partition)) {
+                int other = key == null ? healthyPartition(r.topic(), partition, partitions) : -1;
+                if (other < 0) {
+                    results[i] = SendResult.unavailable(quarantine.causeFor(r.topic(), partition));
+                    hold(heldKeys, key, r);
+                    continue;
+                }
+                partition = other; // a keyless record has no order to keep: it goes to a healthy partition
+            }
+            String firstTopic = key == null ? null : keyTopic.putIfAbsent(key, r.topic());
             String tp = r.topic() + "-" + partition;
             long size = RecordMapper.serializedSizeUpperBound(pr.key(), pr.value(), pr.headers().toArray());
             long used = partitionBytes.getOrDefault(tp, 0L);
@@ -264,7 +319,12 @@ final class Lane {
                 results[i] = new SendResult.Delivered(md.partition(), md.offset());
             } else if (error != null) {
                 Throwable cause = confirmMissingTopic(batch.get(i), error);
-                results[i] = new SendResult.Failed(Failures.kindOf(cause), cause);
+                int partition = out.get(k).partition();
+                if (isPartitionScoped(cause) && ackedElsewhere(batch, toSend, attempt, out.get(k).topic(), partition)) {
+                    cause = quarantine.add(out.get(k).topic(), partition, cause);
+                }
+                results[i] = new SendResult.Failed(cause instanceof PartitionUnavailableException
+                        ? SendResult.Kind.UNAVAILABLE : Failures.kindOf(cause), cause);
                 if (Failures.unwrap(error) instanceof org.apache.kafka.common.errors.RecordTooLargeException) {
                     topicProbe.forgetLimit(batch.get(i).topic());
                 }
@@ -276,6 +336,97 @@ final class Lane {
                         + "replaced", thrown != null ? thrown : new IllegalStateException("no callback")));
             }
         }
+    }
+
+    /**
+     * Mode.TRANSACTIONAL with quarantined partitions: the records bound for them are answered at once
+     * ({@code UNAVAILABLE}, the later records of their keys {@code COLLATERAL}) and taken out of the batch; a keyless
+     * record of such a topic goes to a healthy partition. With a custom partitioner the lane cannot tell where a
+     * record goes, so it sends it as usual.
+     */
+    private void divertQuarantined(List<OutboxRecord> batch, List<Integer> sendable,
+            List<ProducerRecord<byte[], byte[]>> records, SendResult[] results, Producer<byte[], byte[]> p) {
+        if (customPartitioner) {
+            return;
+        }
+        Map<String, UUID> stopped = new HashMap<>();
+        Map<String, Integer> partitionCounts = new HashMap<>();
+        for (int k = 0; k < sendable.size();) {
+            int i = sendable.get(k);
+            OutboxRecord r = batch.get(i);
+            ProducerRecord<byte[], byte[]> pr = records.get(k);
+            UUID blocker = r.key() == null ? null : stopped.get(r.key());
+            SendResult diverted = null;
+            if (blocker != null) {
+                diverted = SendResult.collateral(new OutboxException("event " + r.eventId() + " not sent: the "
+                        + "earlier event " + blocker + " of its key waits for its partition"));
+            } else if (quarantine.hasTopic(r.topic())) {
+                int n = partitionCounts.computeIfAbsent(r.topic(), t -> partitionCount(p, t));
+                if (n > 0) {
+                    int partition = pr.partition() != null ? pr.partition()
+                            : pr.key() != null ? Utils.toPositive(Utils.murmur2(pr.key())) % n
+                            : Math.floorMod(r.eventId().hashCode(), n);
+                    if (quarantine.contains(r.topic(), partition)) {
+                        int other = pr.key() == null && pr.partition() == null
+                                ? healthyPartition(r.topic(), partition, n) : -1;
+                        if (other >= 0) {
+                            records.set(k, new ProducerRecord<>(pr.topic(), other, pr.timestamp(), pr.key(),
+                                    pr.value(), pr.headers()));
+                        } else {
+                            diverted = SendResult.unavailable(quarantine.causeFor(r.topic(), partition));
+                            if (r.key() != null) {
+                                stopped.put(r.key(), r.eventId());
+                            }
+                        }
+                    }
+                }
+            }
+            if (diverted == null) {
+                k++;
+            } else {
+                results[i] = diverted;
+                sendable.remove(k);
+                records.remove(k);
+            }
+        }
+    }
+
+    private int partitionCount(Producer<byte[], byte[]> p, String topic) {
+        try {
+            return p.partitionsFor(topic).size();
+        } catch (RuntimeException e) {
+            return -1; // the send itself will report it
+        }
+    }
+
+    /** A partition of the topic that is not quarantined, starting after {@code from}; -1 when all are. */
+    private int healthyPartition(String topic, int from, int partitions) {
+        for (int d = 1; d < partitions; d++) {
+            int candidate = (from + d) % partitions;
+            if (!quarantine.contains(topic, candidate)) {
+                return candidate;
+            }
+        }
+        return -1;
+    }
+
+    /** A retriable failure of one partition (no leader, too few in-sync replicas, expired), not of the producer. */
+    private static boolean isPartitionScoped(Throwable error) {
+        return Failures.kindOf(error) == SendResult.Kind.UNAVAILABLE && !Failures.isFenced(error)
+                && !Failures.isMissingMetadata(error);
+    }
+
+    /** True when the broker acknowledged a record of this attempt on another partition than {@code topic-partition}. */
+    private static boolean ackedElsewhere(List<OutboxRecord> batch, List<Integer> indexes, BatchAttempt attempt,
+            String topic, int partition) {
+        for (int k = 0; k < indexes.size(); k++) {
+            RecordMetadata md = attempt.metadata(k);
+            if (md != null && attempt.error(k) == null
+                    && (md.partition() != partition || !batch.get(indexes.get(k)).topic().equals(topic))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void hold(Map<String, UUID> heldKeys, String key, OutboxRecord r) {
@@ -301,6 +452,10 @@ final class Lane {
                 OutboxRecord r = batch.get(sendable.get(k));
                 Throwable error = confirmMissingTopic(r, attempt.error(k));
                 SendResult.Kind kind = Failures.kindOf(error);
+                int partition = attempt.partition(k);
+                if (isPartitionScoped(error) && partition >= 0 && quarantine.contains(r.topic(), partition)) {
+                    error = quarantine.causeFor(r.topic(), partition);
+                }
                 results[sendable.get(k)] = new SendResult.Failed(kind, error);
                 culprits.add(r.eventId().toString());
                 log.warn("txoutbox-kafka: lane {}: event {} (outbox id {}) failed ({}): {}", lane, r.eventId(), r.id(),
@@ -356,7 +511,8 @@ final class Lane {
         if (closed) {
             throw new IllegalStateException("KafkaTransport is closed");
         }
-        p = producerFactory.apply(config.producerProperties(lane));
+        p = producerFactory.apply(config.mode() == KafkaTransport.Mode.IDEMPOTENT
+                ? config.producerProperties(lane) : transactionalIds.producerProperties());
         if (config.mode() == KafkaTransport.Mode.IDEMPOTENT) {
             log.info("txoutbox-kafka: lane {}: idempotent producer ready", lane);
             producer = p;
@@ -368,7 +524,8 @@ final class Lane {
             closeQuietly(p, Duration.ZERO);
             throw e;
         }
-        log.info("txoutbox-kafka: lane {}: transactional producer '{}' ready", lane, config.transactionalId(lane));
+        log.info("txoutbox-kafka: lane {}: transactional producer '{}' ready", lane, transactionalIds.current());
+        transactionalIds.fenceOther();
         producer = p;
         return p;
     }
@@ -384,6 +541,7 @@ final class Lane {
     /** Called by the transport's close, from another thread, after the lane thread stopped or was interrupted. */
     void closeProducer(Duration timeout) {
         closed = true;
+        quarantine.close();
         Producer<byte[], byte[]> p = producer;
         producer = null;
         if (p != null) {

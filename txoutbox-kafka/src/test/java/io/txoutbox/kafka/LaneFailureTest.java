@@ -18,11 +18,17 @@ import org.junit.jupiter.api.Test;
 class LaneFailureTest {
 
     private final List<MockProducer<byte[], byte[]>> producers = new CopyOnWriteArrayList<>();
+    /** Producers made only to fence the lane's spare transactional id (initialised and closed at once). */
+    private final List<MockProducer<byte[], byte[]>> spareFences = new CopyOnWriteArrayList<>();
 
     private KafkaTransport transport(Consumer<MockProducer<byte[], byte[]>> firstProducerSetup) {
         return KafkaTransport.builder().bootstrapServers("127.0.0.1:1").producerFactory(props -> {
             MockProducer<byte[], byte[]> p =
                     new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+            if (String.valueOf(props.get("transactional.id")).endsWith(TransactionalIds.SPARE_SUFFIX)) {
+                spareFences.add(p);
+                return p;
+            }
             if (producers.isEmpty()) {
                 firstProducerSetup.accept(p);
             }
@@ -51,6 +57,8 @@ class LaneFailureTest {
             assertThat(send(t)).allMatch(SendResult::isDelivered);
             assertThat(producers).hasSize(2);
             assertThat(producers.get(1).transactionCommitted()).isTrue();
+            assertThat(spareFences).as("each new producer of the lane fences the lane's spare id").hasSize(2)
+                    .allMatch(MockProducer::closed);
         }
     }
 

@@ -560,7 +560,8 @@ final class Lane implements Runnable {
             switch (failed.kind()) {
                 case COLLATERAL -> counters.collateral.increment();
                 case UNAVAILABLE -> {
-                    anyUnavailable = true;
+                    // one sick partition while the broker answers is not an outage: only its keys back off
+                    anyUnavailable |= !PartitionBackoff.isPartitionScoped(failed);
                     failures.add(new Failure(r, failed));
                 }
                 case RETRIABLE, PERMANENT -> failures.add(new Failure(r, failed));
@@ -713,7 +714,9 @@ final class Lane implements Runnable {
         if (f.failed.kind() == SendResult.Kind.UNAVAILABLE) {
             // The broker is unreachable: back the key off with the lane, count no attempt — an outage must not park.
             counters.unavailable.increment();
-            long delay = Math.max(nextOutageBackoffPreview(), 1);
+            long delay = PartitionBackoff.isPartitionScoped(f.failed)
+                    ? PartitionBackoff.delayMs(r, config.outageBackoffMax(), System.currentTimeMillis())
+                    : Math.max(nextOutageBackoffPreview(), 1);
             update.add(r.id(), r.topic(), "transport unavailable: " + error, delay, "PENDING", 0);
             return;
         }

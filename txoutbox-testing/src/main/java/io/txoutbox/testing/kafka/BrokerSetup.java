@@ -70,9 +70,25 @@ final class BrokerSetup {
         }
     }
 
+    /** Reads a properties file (a broker's server.properties or meta.properties). */
+    static Properties read(Path file) {
+        Properties p = new Properties();
+        try (java.io.InputStream in = Files.newInputStream(file)) {
+            p.load(in);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not read " + file, e);
+        }
+        return p;
+    }
+
     /** Formats the log dir of {@code propertiesFile} with a fresh cluster id (kafka-storage.sh format). */
     static void format(Path propertiesFile) {
-        String clusterId = Uuid.randomUuid().toString();
+        format(propertiesFile, null);
+    }
+
+    /** Formats the log dir of {@code propertiesFile} with {@code clusterId}, or a fresh one when null. */
+    static void format(Path propertiesFile, String existingClusterId) {
+        String clusterId = existingClusterId != null ? existingClusterId : Uuid.randomUuid().toString();
         ByteArrayOutputStream buffer = new ByteArrayOutputStream();
         int rc;
         try (PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8)) {

@@ -195,6 +195,8 @@ public final class KafkaBroker implements AutoCloseable {
     public static final class Builder {
         private final Map<String, String> overrides = new LinkedHashMap<>();
         private boolean secure;
+        private KafkaBroker cluster;
+        private int nodeId;
 
         private Builder() {
         }
@@ -220,6 +222,21 @@ public final class KafkaBroker implements AutoCloseable {
          */
         public Builder secure() {
             this.secure = true;
+            return this;
+        }
+
+        /**
+         * Starts a second broker (broker role only, node id {@code nodeId}) in the cluster of {@code first}, whose
+         * controller it registers with: for topics with a replication factor above 1, e.g. a partition whose ISR
+         * falls below {@code min.insync.replicas} when this broker stops.
+         */
+        public Builder joining(KafkaBroker first, int nodeId) {
+            if (nodeId < 2) {
+                throw new IllegalArgumentException("kafkaBroker.joining: node id must be >= 2 (1 is the first "
+                        + "broker's), was " + nodeId);
+            }
+            this.cluster = Objects.requireNonNull(first, "first");
+            this.nodeId = nodeId;
             return this;
         }
 
@@ -268,9 +285,19 @@ public final class KafkaBroker implements AutoCloseable {
                         settings.putAll(overrides);
                     }
                     Properties props = BrokerSetup.singleNode(ports[0], ports[1], dir.resolve("data"), settings);
+                    String clusterId = null;
+                    if (cluster != null) {
+                        Properties first = BrokerSetup.read(cluster.dir.resolve("server.properties"));
+                        props.setProperty("process.roles", "broker");
+                        props.setProperty("node.id", Integer.toString(nodeId));
+                        props.setProperty("controller.quorum.voters", first.getProperty("controller.quorum.voters"));
+                        props.setProperty("listeners", "PLAINTEXT://127.0.0.1:" + ports[0]);
+                        clusterId = BrokerSetup.read(cluster.logDir().resolve("meta.properties"))
+                                .getProperty("cluster.id");
+                    }
                     Path file = dir.resolve("server.properties");
                     BrokerSetup.write(props, file);
-                    BrokerSetup.format(file);
+                    BrokerSetup.format(file, clusterId);
                     server = newServer(props);
                     server.startup();
                     log.info("KafkaBroker 127.0.0.1:{} started in {} ms (controller port {}, dir {}, overrides {})",
