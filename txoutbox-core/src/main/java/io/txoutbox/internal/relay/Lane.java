@@ -10,6 +10,7 @@ import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
+import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -76,6 +77,8 @@ final class Lane implements Runnable {
     private boolean commitTimestamps;
     private final ClaimFloor claimFloor;
     private long firstWaiting = -1;
+    /** The lane as the transport sees it (the outbox's installation id), read each time the lane is taken. */
+    private TransportLane transportLane;
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -270,6 +273,7 @@ final class Lane implements Runnable {
                 releaseConnection();
                 return false;
             }
+            transportLane = Installation.read(connection, config.schema()).lane(laneId, index, governor.instanceId());
             commitTimestamps = tracksCommitTimestamps(connection);
             owner = true;
             lastLoopMillis = System.currentTimeMillis();
@@ -363,7 +367,7 @@ final class Lane implements Runnable {
         long t0 = System.nanoTime();
         CompletableFuture<List<SendResult>> sending;
         try {
-            sending = transport.send(laneId, batch).toCompletableFuture();
+            sending = transport.send(transportLane, batch).toCompletableFuture();
         } catch (RuntimeException e) {
             sending = CompletableFuture.failedFuture(e);
         }
@@ -698,7 +702,7 @@ final class Lane implements Runnable {
         List<SendResult> results;
         String failure = null;
         try {
-            results = transport.send(laneId + "-dlt", records).toCompletableFuture()
+            results = transport.send(transportLane.forDeadLetters(), records).toCompletableFuture()
                     .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
             results = null;
