@@ -39,6 +39,7 @@ class FencingIdentityIT {
     private static final Logger log = LoggerFactory.getLogger(FencingIdentityIT.class);
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final Pattern FENCED = Pattern.compile("producer fenced; \\d+ records not sent");
+    private static final Pattern CONFLICT = Pattern.compile("another outbox uses the same fencing id");
 
     private static KafkaBroker kafka;
 
@@ -66,14 +67,23 @@ class FencingIdentityIT {
         final LedgerWriter writer;
 
         Service(String hint) {
+            this(hint, RelayConfigDefaults.LANES, null, 150, Duration.ofSeconds(6));
+        }
+
+        /** {@code sameIdAs}: a copy of that service's installation row (a database restored from its backup). */
+        Service(String hint, int lanes, Service sameIdAs, double rate, Duration writing) {
             db = TestPostgres.shared().newDatabase(hint);
             closing.add(db);
             schema = ItSupport.schema(db);
+            if (sameIdAs != null) {
+                db.execute("UPDATE " + installation(schema) + " SET id = (SELECT id FROM "
+                        + installation(sameIdAs.schema) + ")");
+            }
             topic = hint + "-" + UUID.randomUUID().toString().substring(0, 8);
             kafka.createTopic(topic, 4);
             KafkaTransport transport = KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build();
             relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport)
-                    .pollInterval(Duration.ofMillis(50))
+                    .pollInterval(Duration.ofMillis(50)).lanes(lanes)
                     .listener(new RelayListener() {
                         @Override
                         public void sendFailed(String topic, SendResult.Kind kind) {
@@ -84,14 +94,31 @@ class FencingIdentityIT {
                     }).build();
             closing.add(relay);
             Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
-            writer = ItSupport.ledgerWriter(db, outbox, topic).threads(2).keys(40).targetRate(150)
-                    .duration(Duration.ofSeconds(6)).build();
+            writer = ItSupport.ledgerWriter(db, outbox, topic).threads(2).keys(40).targetRate(rate)
+                    .duration(writing).build();
             closing.add(writer);
         }
 
         long pending() {
             return OutboxAdmin.create(db.dataSource(), schema).pendingCount();
         }
+    }
+
+    private static String installation(OutboxSchema schema) {
+        return schema.schema() + "." + schema.outboxTable() + "_installation";
+    }
+
+    private static String installationId(Service s) throws java.sql.SQLException {
+        try (java.sql.Connection c = s.db.connect(); java.sql.Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("SELECT id FROM " + installation(s.schema))) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    /** The relay's defaults, named here so that the first test visibly runs with them. */
+    private static final class RelayConfigDefaults {
+        static final int LANES = io.txoutbox.RelayConfig.DEFAULT_LANES;
     }
 
     private static int count(Pattern p, String text) {
@@ -128,6 +155,50 @@ class FencingIdentityIT {
                 HistoryAssert.assertThat(report).isClean().hasNoDuplicates();
                 assertThat(report.committed()).isGreaterThan(100);
             }
+        }
+    }
+
+    @Test
+    void a_restored_copy_with_the_same_installation_id_stops_one_lane_once_and_the_other_keeps_delivering()
+            throws Exception {
+        try (CapturedStderr err = CapturedStderr.start()) {
+            // many small batches on both sides for 10 s, so that the two lanes alternate
+            Service a = new Service("clone_a", 1, null, 60, Duration.ofSeconds(10));
+            Service b = new Service("clone_b", 1, a, 60, Duration.ofSeconds(10)); // restored from a's backup
+            a.relay.start();
+            b.relay.start();
+            a.writer.start();
+            b.writer.start();
+            long start = System.nanoTime();
+            try {
+                await().atMost(Duration.ofSeconds(30)).until(() -> count(CONFLICT, err.text()) > 0);
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                log.info("no conflict report within 30 s");
+            }
+            long reportMs = (System.nanoTime() - start) / 1_000_000;
+            int fencedAtReport = count(FENCED, err.text());
+            assertThat(a.writer.awaitDone(WAIT) && b.writer.awaitDone(WAIT)).isTrue();
+            Thread.sleep(3_000); // a loop would go on fencing meanwhile
+            String text = err.text();
+            int fenced = count(FENCED, text);
+            int conflicts = count(CONFLICT, text);
+            Service stopped = a.relay.failure().isPresent() ? a : b;
+            Service running = stopped == a ? b : a;
+            await().atMost(WAIT).until(() -> running.pending() == 0);
+            log.info("restored copy: {} conflict report(s) after {} ms, 'producer fenced' lines {} at the report and {}"
+                    + " at the end, stopped side {} ({} pending), running side published {}", conflicts, reportMs,
+                    fencedAtReport, fenced, stopped.schema.schema(), stopped.pending(),
+                    running.relay.stats().published());
+            assertThat(conflicts).as("conflict reports").isEqualTo(1);
+            assertThat(fenced).as("'producer fenced' lines after the report").isEqualTo(fencedAtReport);
+            assertThat(running.relay.failure()).isEmpty();
+            String sharedId = installationId(a);
+            assertThat(stopped.relay.failure()).hasValueSatisfying(f -> assertThat(f.getMessage())
+                    .contains("txoutbox-" + sharedId + "-0")
+                    .contains(stopped.schema.schema() + ".outbox_event").contains(stopped.relay.instanceId()));
+            assertThat(stopped.pending()).as("the stopped lane's events wait, none lost").isPositive();
+            HistoryReport report = ItSupport.check(running.db, kafka.bootstrapServers(), running.topic, WAIT);
+            HistoryAssert.assertThat(report).isClean();
         }
     }
 }
