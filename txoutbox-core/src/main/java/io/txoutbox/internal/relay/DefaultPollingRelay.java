@@ -212,6 +212,14 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         membership.close();
     }
 
+    /** A lane stopped because another outbox uses its fencing id; the lane logged why, once. */
+    @Override
+    public void fencingConflict(OutboxException conflict) {
+        failure.compareAndSet(null, new OutboxException("relay '" + config.name() + "' (" + instanceId + "): "
+                + conflict.getMessage(), conflict, false));
+        relayListener.loopFailed(conflict);
+    }
+
     @Override
     public Optional<OutboxException> failure() {
         return Optional.ofNullable(failure.get());

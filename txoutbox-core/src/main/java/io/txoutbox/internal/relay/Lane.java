@@ -79,6 +79,9 @@ final class Lane implements Runnable {
     private long firstWaiting = -1;
     /** The lane as the transport sees it (the outbox's installation id), read each time the lane is taken. */
     private TransportLane transportLane;
+    private final FencingGuard fencing = new FencingGuard();
+    /** Set when another outbox uses this lane's fencing id: the lane keeps its lock and sends nothing. */
+    private volatile io.txoutbox.OutboxException conflict;
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -94,6 +97,9 @@ final class Lane implements Runnable {
 
         /** The lane met "permission denied" (SQLState 42501): retrying cannot help, the relay stops. */
         void denied(Throwable cause);
+
+        /** The lane stopped: another outbox uses its fencing id ({@link FencingGuard}); the relay reports it. */
+        void fencingConflict(io.txoutbox.OutboxException conflict);
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
@@ -195,6 +201,10 @@ final class Lane implements Runnable {
                         pause(STANDBY_RETRY.toMillis());
                         continue;
                     }
+                    if (conflict != null) { // holds the lane, so no instance of this outbox fences the other
+                        pause(STANDBY_RETRY.toMillis());
+                        continue;
+                    }
                     if (governor.mustRelease(index)) {
                         log.info("txoutbox-relay {}: handing the lane over: this instance owns more than its "
                                 + "fair share", laneId);
@@ -278,6 +288,7 @@ final class Lane implements Runnable {
             owner = true;
             lastLoopMillis = System.currentTimeMillis();
             claimFloor.reset(); // another instance may have owned the lane meanwhile
+            fencing.reset();
             reserved = false; // the reservation is the ownership now
             standbyReason = null;
             ownedSinceMillis = System.currentTimeMillis();
@@ -379,6 +390,13 @@ final class Lane implements Runnable {
             TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not yet marked
         }
         Outcome outcome = record(c, batch, results, ackedAt);
+        io.txoutbox.OutboxException stop = fencing.check(c, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
+                transportLane, Installation.table(config.schema()), results);
+        if (stop != null && conflict == null) {
+            conflict = stop;
+            log.error("txoutbox-relay {}: {}", laneId, stop.getMessage());
+            governor.fencingConflict(stop);
+        }
         long done = System.nanoTime();
         listener.batchCompleted(batch.size(), claimNanos, ackedAt - t0, done - ackedAt);
         if (log.isDebugEnabled()) {
