@@ -99,6 +99,11 @@ class FencingIdentityIT {
             closing.add(writer);
         }
 
+        long fencedRows() {
+            return db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                    + " WHERE last_error LIKE '%fenced%'");
+        }
+
         long pending() {
             return OutboxAdmin.create(db.dataSource(), schema).pendingCount();
         }
@@ -145,11 +150,14 @@ class FencingIdentityIT {
             await().atMost(WAIT).until(() -> a.pending() == 0 && b.pending() == 0);
             long drainMs = (System.nanoTime() - drainStart) / 1_000_000;
             int fenced = count(FENCED, err.text());
-            log.info("two default services: {} 'producer fenced' lines, UNAVAILABLE results a={} b={}, drain after "
-                    + "the writers stopped {} ms, published a={} b={}", fenced, a.unavailable.get(),
-                    b.unavailable.get(), drainMs, a.relay.stats().published(), b.relay.stats().published());
+            log.info("two default services: {} 'producer fenced' lines, UNAVAILABLE results a={} b={}, rows fenced "
+                    + "a={} b={}, drain after the writers stopped {} ms, published a={} b={}", fenced,
+                    a.unavailable.get(), b.unavailable.get(), a.fencedRows(), b.fencedRows(), drainMs,
+                    a.relay.stats().published(), b.relay.stats().published());
             assertThat(fenced).as("'producer fenced' log lines").isZero();
-            assertThat(a.unavailable.get() + b.unavailable.get()).as("UNAVAILABLE results").isZero();
+            // UNAVAILABLE alone is not fencing: a fresh broker's transaction coordinator may time out the first
+            // InitProducerId under load. A fenced batch leaves its cause on its rows' last_error.
+            assertThat(a.fencedRows() + b.fencedRows()).as("rows whose last send was fenced").isZero();
             for (Service s : List.of(a, b)) {
                 HistoryReport report = ItSupport.check(s.db, kafka.bootstrapServers(), s.topic, WAIT);
                 HistoryAssert.assertThat(report).isClean().hasNoDuplicates();
