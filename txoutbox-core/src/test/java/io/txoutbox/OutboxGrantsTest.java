@@ -19,7 +19,8 @@ class OutboxGrantsTest {
                 "GRANT UPDATE (state, published_at, attempts, last_error, failed_at, next_attempt_at) ON TABLE"
                         + " \"app\".\"events\" TO \"app_relay\"",
                 "GRANT SELECT ON SEQUENCE \"app\".\"events_id_seq\" TO \"app_relay\"",
-                "GRANT EXECUTE ON FUNCTION \"app\".txoutbox_shard(text, integer) TO \"app_relay\"");
+                "GRANT EXECUTE ON FUNCTION \"app\".txoutbox_shard(text, integer) TO \"app_relay\"",
+                "GRANT SELECT ON TABLE \"app\".\"events_installation\" TO \"app_relay\"");
     }
 
     @Test

@@ -26,8 +26,19 @@ final class TimedTransport implements Transport {
 
     @Override
     public CompletionStage<List<SendResult>> send(String lane, List<OutboxRecord> batch) {
+        return timed(batch, () -> delegate.send(lane, batch));
+    }
+
+    /** What the relay calls: forwarded as is, so the wrapped transport keys its producers by the outbox's lane. */
+    @Override
+    public CompletionStage<List<SendResult>> send(io.txoutbox.spi.TransportLane lane, List<OutboxRecord> batch) {
+        return timed(batch, () -> delegate.send(lane, batch));
+    }
+
+    private CompletionStage<List<SendResult>> timed(List<OutboxRecord> batch,
+            java.util.function.Supplier<CompletionStage<List<SendResult>>> send) {
         long t0 = System.nanoTime();
-        return delegate.send(lane, batch).whenComplete((r, e) -> {
+        return send.get().whenComplete((r, e) -> {
             long d = System.nanoTime() - t0;
             batches.increment();
             records.add(batch.size());

@@ -91,6 +91,7 @@ public final class Privileges {
         String outbox = schema.qualifiedOutboxTable();
         String sequence = s + "." + Identifiers.quote(schema.outboxTable() + "_id_seq");
         String replay = s + "." + Identifiers.quote(schema.outboxTable() + "_replay");
+        String installation = s + "." + Identifiers.quote(schema.outboxTable() + "_installation");
         String inbox = s + ".inbox_event";
         String processed = s + ".processed_event";
         String versions = s + ".applied_version";
@@ -114,6 +115,7 @@ public final class Privileges {
                         "next_attempt_at"));
                 g.add(new Grant(Kind.SEQUENCE, List.of("SELECT"), sequence, List.of())); // the claim floor
                 g.add(shard);
+                g.add(table(installation, "SELECT")); // the lanes' fencing ids
             }
             case RETENTION -> {
                 g.add(usage);

@@ -19,12 +19,25 @@ import java.util.concurrent.CompletionStage;
  *
  * <p><b>Lanes.</b> {@code lane} names the relay lane sending the batch; it is stable across restarts and instances,
  * and a transport may use it to fence an older sender of the same lane (Kafka: the {@code transactional.id}).
- * A lane sends one batch at a time.
+ * A lane sends one batch at a time. The relay calls {@link #send(TransportLane, List)}, which also says which outbox
+ * the lane belongs to ({@link TransportLane#fencingKey()}: the same for every instance of one outbox, different for
+ * every other outbox); a transport that fences keys its senders by that, so that one transport may serve the relays
+ * of several outboxes. A sender fenced by a newer one is reported {@code UNAVAILABLE} with a
+ * {@link SenderFencedException} cause.
  */
 public interface Transport extends AutoCloseable {
 
     /** Sends the batch; the stage completes once every record is acknowledged or failed. */
     CompletionStage<List<SendResult>> send(String lane, List<OutboxRecord> batch);
+
+    /**
+     * Sends the batch of a relay lane; what the relay calls. The default sends it as {@link #send(String, List)} with
+     * the lane's name; a transport that fences older senders overrides it to key them by
+     * {@link TransportLane#fencingKey()}.
+     */
+    default CompletionStage<List<SendResult>> send(TransportLane lane, List<OutboxRecord> batch) {
+        return send(lane.name(), batch);
+    }
 
     /** Releases producers and connections; idempotent. */
     @Override

@@ -4,6 +4,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
+import io.txoutbox.spi.TransportLane;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -34,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p><b>How order is kept.</b> A lane's batch is sent by the lane's own thread ({@code txoutbox-kafka-<lane>}) with
- * the lane's producer ({@code transactional.id = prefix + lane}) inside one transaction. Records that cannot be sent
+ * the lane's producer ({@code transactional.id = txoutbox-<installation id>-<lane index>}, see
+ * {@link Builder#transactionalIdPrefix}) inside one transaction. Records that cannot be sent
  * whatever the broker does (over {@code max.request.size}, illegal topic name) are failed {@code PERMANENT} before the
  * transaction, and the later records of their key in the batch {@code COLLATERAL}. If anything fails inside the
  * transaction it is aborted: {@code read_committed} consumers see nothing of the batch, the failing record is
@@ -44,9 +46,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Fencing.</b> The first batch of a lane creates its producer and calls {@code initTransactions()}, which fences
  * any older producer of the same lane, in this process or another (a crashed, paused or partitioned relay). The
- * fenced producer's next batch is reported {@code UNAVAILABLE} with a cause that says "fenced"; nothing of it is
- * committed. A fenced transport creates a new producer on its next send, fencing the other in turn: the relay's
- * lane ownership must make sure only one instance keeps sending a lane.
+ * fenced producer's next batch is reported {@code UNAVAILABLE} with a {@link io.txoutbox.spi.SenderFencedException}
+ * cause; nothing of it is committed. A fenced transport creates a new producer on its next send, fencing the other in
+ * turn: the relay's lane ownership makes sure only one instance of an outbox keeps sending a lane, and a relay fenced
+ * while it still owns its lane (another outbox with the same id: a restored copy, a shared explicit prefix) stops
+ * that lane instead of fencing back.
  *
  * <p><b>Timeouts.</b> If the broker cannot be reached, a batch completes {@code UNAVAILABLE} after about
  * {@code max.block.ms}; if a commit or abort times out, or the producer is fenced or hits a fatal error, the producer
@@ -120,8 +124,10 @@ public final class KafkaTransport implements Transport {
         this.topicProbe = new TopicProbe(config.adminProperties(), config.requestTimeoutMs());
         this.producerFactory = producerFactory;
         if (config.mode() == Mode.TRANSACTIONAL) {
-            log.info("txoutbox-kafka: transport ready (one transaction per batch): transactional.id = '{}' + lane, "
-                    + "producer config {}", config.transactionalIdPrefix(), config.describe());
+            log.info("txoutbox-kafka: transport ready (one transaction per batch): transactional.id = {}, "
+                    + "producer config {}", config.explicitPrefix() ? "'" + config.transactionalIdPrefix()
+                            + "' + lane name" : "'" + config.transactionalIdPrefix() + "<installation id>-<lane index>'",
+                    config.describe());
         } else {
             log.info("txoutbox-kafka: transport ready (idempotent, one record batch per partition and batch): "
                     + "producer config {}", config.describe());
@@ -143,6 +149,22 @@ public final class KafkaTransport implements Transport {
         if (lane == null || lane.isBlank()) {
             throw new IllegalArgumentException("lane must not be blank");
         }
+        return send(lane, config.transactionalId(lane), batch);
+    }
+
+    /**
+     * What the relay calls: like {@link #send(String, List)}, with the lane's producer keyed by its outbox and index
+     * ({@code transactional.id = txoutbox-<installation id>-<lane index>}, or the explicit prefix plus the lane's
+     * name), so one transport may serve the relays of several outboxes.
+     */
+    @Override
+    public CompletionStage<List<SendResult>> send(TransportLane lane, List<OutboxRecord> batch) {
+        Objects.requireNonNull(lane, "lane");
+        Objects.requireNonNull(batch, "batch");
+        return send(lane.name(), config.transactionalId(lane), batch);
+    }
+
+    private CompletionStage<List<SendResult>> send(String lane, String transactionalId, List<OutboxRecord> batch) {
         CompletableFuture<List<SendResult>> result = new CompletableFuture<>();
         if (batch.isEmpty()) {
             result.complete(List.of());
@@ -153,7 +175,7 @@ public final class KafkaTransport implements Transport {
             if (closed) {
                 return CompletableFuture.failedFuture(new IllegalStateException("KafkaTransport is closed"));
             }
-            LaneWorker worker = lanes.computeIfAbsent(lane, this::startLane);
+            LaneWorker worker = lanes.computeIfAbsent(transactionalId, id -> startLane(lane, id));
             try {
                 worker.thread().execute(new BatchTask(worker.lane(), records, result));
             } catch (RejectedExecutionException e) {
@@ -163,13 +185,13 @@ public final class KafkaTransport implements Transport {
         return result;
     }
 
-    private LaneWorker startLane(String lane) {
+    private LaneWorker startLane(String lane, String transactionalId) {
         ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "txoutbox-kafka-" + lane);
             t.setDaemon(true);
             return t;
         });
-        return new LaneWorker(new Lane(lane, config, mapper, topicProbe, producerFactory), thread);
+        return new LaneWorker(new Lane(lane, transactionalId, config, mapper, topicProbe, producerFactory), thread);
     }
 
     /** A queued batch; if close() drops it before it ran, its stage still completes. */
@@ -256,6 +278,7 @@ public final class KafkaTransport implements Transport {
             laneCount = lanes.size();
         }
         return "KafkaTransport[mode=" + config.mode() + ", transactionalIdPrefix=" + config.transactionalIdPrefix()
+                + (config.explicitPrefix() ? "" : "<installation id>-<lane index>")
                 + ", lanes=" + laneCount
                 + ", config=" + config.describe() + "]";
     }
@@ -269,6 +292,7 @@ public final class KafkaTransport implements Transport {
 
         private final Map<String, Object> properties = new LinkedHashMap<>();
         private String transactionalIdPrefix = DEFAULT_TRANSACTIONAL_ID_PREFIX;
+        private boolean explicitPrefix;
         private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
         private Mode mode = Mode.TRANSACTIONAL;
         private Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory = Lane::kafkaProducer;
@@ -301,12 +325,17 @@ public final class KafkaTransport implements Transport {
         }
 
         /**
-         * Prefix of each lane's {@code transactional.id} (default {@code "txoutbox-"}).
-         * Every relay instance of one outbox must use the same prefix, so a newer instance of a lane fences the older;
-         * different outboxes on one cluster must use different ones.
+         * Names each lane's {@code transactional.id} yourself: {@code prefix + <relay name>-<lane index>}. Without it
+         * (the default) the id is {@code txoutbox-<installation id>-<lane index>}, from the id {@code migrate} stored
+         * in the outbox's schema: the same for every instance of one outbox, different for every other outbox, so
+         * nothing needs configuring. With an explicit prefix that is yours to keep: every relay instance of one outbox
+         * must use the same prefix and relay name (so a newer owner of a lane fences the older), and different
+         * outboxes on one cluster different prefixes. {@code transactionalIdPrefix("txoutbox-")} keeps the ids of
+         * versions before the installation id, for an upgrade without stopping every old relay first.
          */
         public Builder transactionalIdPrefix(String transactionalIdPrefix) {
             this.transactionalIdPrefix = transactionalIdPrefix;
+            this.explicitPrefix = true;
             return this;
         }
 
@@ -330,8 +359,8 @@ public final class KafkaTransport implements Transport {
 
         /** Validates the configuration and builds the transport; producers are created on each lane's first send. */
         public KafkaTransport build() {
-            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, closeTimeout, mode),
-                    producerFactory);
+            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, explicitPrefix,
+                    closeTimeout, mode), producerFactory);
         }
     }
 }

@@ -52,6 +52,8 @@ final class KafkaTransportConfig {
 
     private final Map<String, Object> producerProperties;
     private final String transactionalIdPrefix;
+    /** Set with {@code transactionalIdPrefix(...)}: ids are {@code prefix + lane name}, not the installation's. */
+    private final boolean explicitPrefix;
     private final Duration closeTimeout;
     private final int maxRequestSize;
     private final long bufferMemory;
@@ -59,8 +61,9 @@ final class KafkaTransportConfig {
     private final ConnectionTrouble connectionTrouble;
 
     private KafkaTransportConfig(Map<String, Object> producerProperties, String transactionalIdPrefix,
-            Duration closeTimeout, KafkaTransport.Mode mode) {
+            boolean explicitPrefix, Duration closeTimeout, KafkaTransport.Mode mode) {
         this.mode = mode;
+        this.explicitPrefix = explicitPrefix;
         this.producerProperties = Map.copyOf(producerProperties);
         this.transactionalIdPrefix = transactionalIdPrefix;
         this.closeTimeout = closeTimeout;
@@ -76,6 +79,15 @@ final class KafkaTransportConfig {
 
     static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
             Duration closeTimeout, KafkaTransport.Mode mode) {
+        return of(userProperties, transactionalIdPrefix, true, closeTimeout, mode);
+    }
+
+    /**
+     * {@code explicitPrefix}: the prefix was set by the user, so a lane's {@code transactional.id} is {@code prefix +
+     * lane name} (as before the installation id); otherwise it is {@code txoutbox-<installation id>-<lane index>}.
+     */
+    static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
+            boolean explicitPrefix, Duration closeTimeout, KafkaTransport.Mode mode) {
         if (mode == null) {
             throw invalid("kafka.mode must not be null: use Mode.TRANSACTIONAL or Mode.IDEMPOTENT");
         }
@@ -166,7 +178,7 @@ final class KafkaTransportConfig {
                     + "), was " + transactionTimeout + ": otherwise the broker may abort a batch's transaction while "
                     + "its records are still being retried; raise transaction.timeout.ms");
         }
-        return new KafkaTransportConfig(props, transactionalIdPrefix, closeTimeout, mode);
+        return new KafkaTransportConfig(props, transactionalIdPrefix, explicitPrefix, closeTimeout, mode);
     }
 
     KafkaTransport.Mode mode() {
@@ -194,9 +206,14 @@ final class KafkaTransportConfig {
 
     /** Producer properties for one lane; the serializers are passed to the producer's constructor. */
     Map<String, Object> producerProperties(String lane) {
+        return producerProperties(lane, transactionalId(lane));
+    }
+
+    /** Producer properties for one lane with its {@code transactional.id} (TRANSACTIONAL mode only). */
+    Map<String, Object> producerProperties(String lane, String transactionalId) {
         Map<String, Object> props = new TreeMap<>(producerProperties);
         if (mode == KafkaTransport.Mode.TRANSACTIONAL) {
-            props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(lane));
+            props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
         }
         Object clientId = props.get(ProducerConfig.CLIENT_ID_CONFIG);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, (clientId == null ? "txoutbox-kafka" : clientId) + "-" + lane);
@@ -217,8 +234,22 @@ final class KafkaTransportConfig {
         return props;
     }
 
+    /** The id of a lane sent by name only ({@link KafkaTransport#send(String, java.util.List)}): prefix + name. */
     String transactionalId(String lane) {
         return transactionalIdPrefix + lane;
+    }
+
+    /**
+     * The id of a relay lane: {@code txoutbox-<installation id>-<lane index>} ({@code -dlt} appended for its dead
+     * letters), the same for every instance of one outbox and independent of the relay's name; with an explicit
+     * prefix, {@code prefix + lane name} as before.
+     */
+    String transactionalId(io.txoutbox.spi.TransportLane lane) {
+        return explicitPrefix ? transactionalIdPrefix + lane.name() : transactionalIdPrefix + lane.fencingKey();
+    }
+
+    boolean explicitPrefix() {
+        return explicitPrefix;
     }
 
     String transactionalIdPrefix() {

@@ -4,6 +4,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.PartitionUnavailableException;
 import io.txoutbox.spi.SendResult;
+import io.txoutbox.spi.SenderFencedException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -38,6 +39,7 @@ final class Lane {
     private static final Logger log = LoggerFactory.getLogger(Lane.class);
 
     private final String lane;
+    private final String transactionalId;
     private final KafkaTransportConfig config;
     private final RecordMapper mapper;
     private final TopicProbe topicProbe;
@@ -50,7 +52,14 @@ final class Lane {
 
     Lane(String lane, KafkaTransportConfig config, RecordMapper mapper, TopicProbe topicProbe,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
+        this(lane, config.transactionalId(lane), config, mapper, topicProbe, producerFactory);
+    }
+
+    /** {@code transactionalId}: the lane's, from its outbox's installation id or the explicit prefix. */
+    Lane(String lane, String transactionalId, KafkaTransportConfig config, RecordMapper mapper, TopicProbe topicProbe,
+            Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.lane = lane;
+        this.transactionalId = transactionalId;
         this.config = config;
         this.mapper = mapper;
         this.topicProbe = topicProbe;
@@ -58,7 +67,7 @@ final class Lane {
         this.quarantine = new PartitionQuarantine(lane, config.adminProperties(), config.requestTimeoutMs());
         this.customPartitioner = config.producerProperties(lane)
                 .containsKey(org.apache.kafka.clients.producer.ProducerConfig.PARTITIONER_CLASS_CONFIG);
-        this.transactionalIds = new TransactionalIds(lane, config, producerFactory);
+        this.transactionalIds = new TransactionalIds(lane, transactionalId, config, producerFactory);
     }
 
     static Producer<byte[], byte[]> kafkaProducer(Map<String, Object> props) {
@@ -488,9 +497,10 @@ final class Lane {
         discardProducer();
         Throwable cause;
         if (Failures.isFenced(error) || attempt.anyFenced()) {
-            cause = new OutboxException("lane " + lane + ": producer with transactional.id '"
-                    + config.transactionalId(lane) + "' was fenced by a newer producer of the same lane (another "
-                    + "relay instance took the lane over); nothing of this batch was committed", error, true);
+            cause = new SenderFencedException("lane " + lane + ": producer with transactional.id '"
+                    + transactionalId + "' was fenced by a newer producer with the same transactional.id (another "
+                    + "relay instance took the lane over, or another outbox uses the same id); nothing of this batch "
+                    + "was committed", transactionalId, error);
             log.warn("txoutbox-kafka: lane {}: producer fenced; {} records not sent (first event {})", lane,
                     sendable.size(), batch.get(sendable.get(0)).eventId());
         } else {
@@ -512,7 +522,7 @@ final class Lane {
             throw new IllegalStateException("KafkaTransport is closed");
         }
         p = producerFactory.apply(config.mode() == KafkaTransport.Mode.IDEMPOTENT
-                ? config.producerProperties(lane) : transactionalIds.producerProperties());
+                ? config.producerProperties(lane, transactionalId) : transactionalIds.producerProperties());
         if (config.mode() == KafkaTransport.Mode.IDEMPOTENT) {
             log.info("txoutbox-kafka: lane {}: idempotent producer ready", lane);
             producer = p;

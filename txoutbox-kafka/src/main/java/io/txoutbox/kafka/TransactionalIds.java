@@ -5,12 +5,12 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Function;
 import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Mode.TRANSACTIONAL: the lane's two transactional ids, {@code prefix + lane} and {@code prefix + lane + "-spare"}.
+ * Mode.TRANSACTIONAL: the lane's two transactional ids, its own ({@link KafkaTransportConfig#transactionalId}) and
+ * that id + {@code "-spare"}.
  *
  * <p>A transaction that touched a partition which then failed cannot end until that partition heals: its abort
  * markers must be written there too, and until they are, the broker answers every later transaction of the same
@@ -27,6 +27,7 @@ final class TransactionalIds {
     private static final long RETRY_NANOS = Duration.ofSeconds(30).toNanos();
 
     private final String lane;
+    private final String transactionalId;
     private final KafkaTransportConfig config;
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
     private boolean spare;
@@ -34,9 +35,10 @@ final class TransactionalIds {
     private String blocked;
     private long lastFenceTry;
 
-    TransactionalIds(String lane, KafkaTransportConfig config,
+    TransactionalIds(String lane, String transactionalId, KafkaTransportConfig config,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.lane = lane;
+        this.transactionalId = transactionalId;
         this.config = config;
         this.producerFactory = producerFactory;
     }
@@ -46,7 +48,7 @@ final class TransactionalIds {
     }
 
     private String id(boolean spareId) {
-        return config.transactionalId(lane) + (spareId ? SPARE_SUFFIX : "");
+        return transactionalId + (spareId ? SPARE_SUFFIX : "");
     }
 
     Map<String, Object> producerProperties() {
@@ -54,9 +56,7 @@ final class TransactionalIds {
     }
 
     private Map<String, Object> properties(String transactionalId) {
-        Map<String, Object> props = new TreeMap<>(config.producerProperties(lane));
-        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-        return props;
+        return new TreeMap<>(config.producerProperties(lane, transactionalId));
     }
 
     /** The current id's transaction waits for a quarantined partition: the next producer uses the other id. */

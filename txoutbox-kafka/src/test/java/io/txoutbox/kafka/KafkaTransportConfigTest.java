@@ -107,6 +107,32 @@ class KafkaTransportConfigTest {
     }
 
     @Test
+    void theDefaultTransactionalIdIsTheOutboxInstallationAndLaneIndexAndAnExplicitPrefixKeepsTheLaneName() {
+        UUID installation = UUID.fromString("0f6f3c1e-52b5-4f7e-9d9c-2a1d3c4b5a69");
+        io.txoutbox.spi.TransportLane lane = new io.txoutbox.spi.TransportLane("orders-relay-2", 2, installation,
+                "db/app.outbox_event", "orders-relay@host:1#1", false);
+        KafkaTransportConfig defaults = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"),
+                KafkaTransport.DEFAULT_TRANSACTIONAL_ID_PREFIX, false, KafkaTransport.DEFAULT_CLOSE_TIMEOUT,
+                KafkaTransport.Mode.TRANSACTIONAL);
+        // not the relay's name: two relays of one outbox with different names share the lanes
+        assertThat(defaults.transactionalId(lane)).isEqualTo("txoutbox-" + installation + "-2");
+        assertThat(defaults.transactionalId(lane.forDeadLetters())).isEqualTo("txoutbox-" + installation + "-2-dlt");
+        KafkaTransportConfig other = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"),
+                KafkaTransport.DEFAULT_TRANSACTIONAL_ID_PREFIX, false, KafkaTransport.DEFAULT_CLOSE_TIMEOUT,
+                KafkaTransport.Mode.TRANSACTIONAL);
+        io.txoutbox.spi.TransportLane otherOutbox = new io.txoutbox.spi.TransportLane("orders-relay-2", 2,
+                UUID.fromString("7d1c2b3a-0000-4000-8000-000000000001"), "db/billing.outbox_event", "x@h:2#1", false);
+        assertThat(other.transactionalId(otherOutbox)).isNotEqualTo(defaults.transactionalId(lane));
+        KafkaTransportConfig explicit = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
+                true, KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.TRANSACTIONAL);
+        assertThat(explicit.transactionalId(lane)).isEqualTo("app-orders-relay-2");
+        assertThat(explicit.transactionalId(lane.forDeadLetters())).isEqualTo("app-orders-relay-2-dlt");
+        assertThat(builder().build().toString()).contains("txoutbox-<installation id>-<lane index>");
+        assertThat(builder().transactionalIdPrefix("txoutbox-").build().toString())
+                .doesNotContain("<installation id>");
+    }
+
+    @Test
     void lanePropertiesCarryTheTransactionalIdPerLane() {
         KafkaTransportConfig config = KafkaTransportConfig.of(
                 Map.of("bootstrap.servers", "b:9092", "client.id", "orders"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);

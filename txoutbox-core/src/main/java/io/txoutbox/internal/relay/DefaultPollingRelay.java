@@ -127,6 +127,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             return this;
         }
         log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        requireInstallation();
         finishPartitionConversion();
         relayListener.relayStarted(config);
         membership.start();
@@ -141,6 +142,24 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             listener.start();
         }
         return this;
+    }
+
+    /**
+     * The installation id names the lanes' fencing ids (the transport's {@code transactional.id}): a schema older than
+     * version 8 has none, and the relay refuses to start until migrate made it. A database that cannot be reached yet
+     * is left to the lanes, which read it each time they take a lane.
+     */
+    private void requireInstallation() {
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            Installation.Id id = Installation.read(c, config.schema());
+            log.info("txoutbox-relay {}: outbox {} has installation id {}", config.name(), id.outbox(), id.id());
+        } catch (SQLException e) {
+            log.warn("txoutbox-relay {}: could not read the installation id of {} yet ({}); the lanes read it when "
+                    + "they take their lane", config.name(), config.schema(), e.getMessage());
+        } catch (OutboxException e) {
+            started.set(false);
+            throw e;
+        }
     }
 
     /**
@@ -191,6 +210,14 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         }
         // and leave the membership, so that other instances take this one's share of the lanes
         membership.close();
+    }
+
+    /** A lane stopped because another outbox uses its fencing id; the lane logged why, once. */
+    @Override
+    public void fencingConflict(OutboxException conflict) {
+        failure.compareAndSet(null, new OutboxException("relay '" + config.name() + "' (" + instanceId + "): "
+                + conflict.getMessage(), conflict, false));
+        relayListener.loopFailed(conflict);
     }
 
     @Override

@@ -10,6 +10,7 @@ import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
+import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -78,6 +79,11 @@ final class Lane implements Runnable {
     /** Keeps the session alive while the lane waits outside the database (the transport, listeners). */
     private final LeaseKeeper keeper;
     private final MarkRetries markRetries;
+    /** The lane as the transport sees it (the outbox's installation id), read each time the lane is taken. */
+    private TransportLane transportLane;
+    private final FencingGuard fencing = new FencingGuard();
+    /** Set when another outbox uses this lane's fencing id: the lane keeps its lock and sends nothing. */
+    private volatile io.txoutbox.OutboxException conflict;
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -93,6 +99,9 @@ final class Lane implements Runnable {
 
         /** The lane met "permission denied" (SQLState 42501): retrying cannot help, the relay stops. */
         void denied(Throwable cause);
+
+        /** The lane stopped: another outbox uses its fencing id ({@link FencingGuard}); the relay reports it. */
+        void fencingConflict(io.txoutbox.OutboxException conflict);
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
@@ -204,6 +213,10 @@ final class Lane implements Runnable {
                         pause(STANDBY_RETRY.toMillis());
                         continue;
                     }
+                    if (conflict != null) { // holds the lane, so no instance of this outbox fences the other
+                        pause(STANDBY_RETRY.toMillis());
+                        continue;
+                    }
                     if (governor.mustRelease(index)) {
                         log.info("txoutbox-relay {}: handing the lane over: this instance owns more than its "
                                 + "fair share", laneId);
@@ -284,10 +297,12 @@ final class Lane implements Runnable {
                 releaseConnection();
                 return false;
             }
+            transportLane = Installation.read(connection, config.schema()).lane(laneId, index, governor.instanceId());
             commitTimestamps = tracksCommitTimestamps(connection);
             owner = true;
             lastLoopMillis = System.currentTimeMillis();
             claimFloor.reset(); // another instance may have owned the lane meanwhile
+            fencing.reset();
             reserved = false; // the reservation is the ownership now
             standbyReason = null;
             ownedSinceMillis = System.currentTimeMillis();
@@ -390,6 +405,13 @@ final class Lane implements Runnable {
                 TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not marked
             }
             outcome = record(c, batch, results, ackedAt);
+            io.txoutbox.OutboxException stop = fencing.check(c, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
+                    transportLane, Installation.table(config.schema()), results);
+            if (stop != null && conflict == null) {
+                conflict = stop;
+                log.error("txoutbox-relay {}: {}", laneId, stop.getMessage());
+                governor.fencingConflict(stop);
+            }
         } catch (LeaseKeeper.LeaseLostException e) {
             return leaseLost(e, batch.size());
         }
@@ -464,7 +486,7 @@ final class Lane implements Runnable {
     /** Hands the batch to the transport; a send call that throws counts as a failed send. */
     private CompletableFuture<List<SendResult>> send(List<OutboxRecord> batch) {
         try {
-            return transport.send(laneId, batch).toCompletableFuture();
+            return transport.send(transportLane, batch).toCompletableFuture();
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -762,7 +784,7 @@ final class Lane implements Runnable {
         try {
             // like the batch's send: the call may block, the wait keeps the lease, a lost session ends it
             CompletableFuture<List<SendResult>> sending = keeper.away(c,
-                    () -> transport.send(laneId + "-dlt", records).toCompletableFuture());
+                    () -> transport.send(transportLane.forDeadLetters(), records).toCompletableFuture());
             results = keeper.await(c, sending, config.sendTimeout().toNanos());
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
             results = null;
