@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A connection pooler in front of PostgreSQL that works like PgBouncer with {@code pool_mode=transaction}: each
  * client transaction — the client's messages up to the {@code ReadyForQuery} with status idle that ends it — runs on
- * the next idle server connection of a shared pool, round-robin, so consecutive transactions (and autocommit
+ * the next idle server connection of a shared pool, round-robin (another than its last while one is idle), so
+ * consecutive transactions (and autocommit
  * statements) of one client connection run on different PostgreSQL backends, and session state (advisory locks,
  * {@code SET}) stays behind on a backend the client no longer talks to. {@link #sessionMode(boolean)} switches to
  * {@code pool_mode=session}: a client keeps the server connection it has (or gets next) until it disconnects.
@@ -55,6 +56,7 @@ public final class TransactionPoolingProxy implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Map<String, Pool> pools = new HashMap<>();
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private final List<Client> clients = new CopyOnWriteArrayList<>();
     private final AtomicLong transactions = new AtomicLong();
     private volatile boolean sessionMode;
 
@@ -113,6 +115,17 @@ public final class TransactionPoolingProxy implements AutoCloseable {
     public void sessionMode(boolean on) {
         sessionMode = on;
         log.info("txoutbox-testing: pooling proxy {} now in {} mode", port(), on ? "session" : "transaction");
+    }
+
+    /**
+     * Session mode: every connected client moves, at its next idle point (between transactions), to another server
+     * connection and stays there — as if the pooler had replaced its server connection. Its session state (advisory
+     * locks, SET) stays behind on the old backend.
+     */
+    public void moveSessions() {
+        for (Client c : clients) {
+            c.moveNow();
+        }
     }
 
     /** How many times a client was given a server connection (a transaction, or a session in session mode). */
@@ -192,6 +205,7 @@ public final class TransactionPoolingProxy implements AutoCloseable {
                 return;
             }
             client = new Client(socket, in, out, pool);
+            clients.add(client);
             synchronized (out) {
                 out.write(message('R', new byte[] {0, 0, 0, 0})); // AuthenticationOk
                 out.write(pool.greeting);
@@ -203,6 +217,7 @@ public final class TransactionPoolingProxy implements AutoCloseable {
             log.debug("txoutbox-testing: pooling proxy client ended: {}", e.toString());
         } finally {
             if (client != null) {
+                clients.remove(client);
                 client.disconnect();
             }
             closeQuietly(socket);
@@ -244,20 +259,31 @@ public final class TransactionPoolingProxy implements AutoCloseable {
             }
         }
 
-        /** The next idle server connection after the last one handed out; waits while none is idle. */
-        synchronized Server take(Client client) throws IOException {
+        /**
+         * The next idle server connection after the last one handed out, other than {@code previous} (the client's
+         * last) while another is idle; waits while none is idle.
+         */
+        synchronized Server take(Client client, Server previous) throws IOException {
             while (true) {
                 if (servers.isEmpty()) {
                     throw new IOException("transactionPoolingProxy: every server connection of the pool is gone");
                 }
+                Server fallback = null;
                 for (int i = 0; i < servers.size(); i++) {
-                    Server s = servers.get((next + i) % servers.size());
-                    if (s.client == null && !s.resetting) {
-                        next = (next + i + 1) % servers.size();
-                        s.client = client;
-                        transactions.incrementAndGet();
-                        return s;
+                    int at = (next + i) % servers.size();
+                    Server s = servers.get(at);
+                    if (s.client != null || s.resetting) {
+                        continue;
                     }
+                    if (s == previous && servers.size() > 1) {
+                        fallback = s;
+                        continue;
+                    }
+                    next = (at + 1) % servers.size();
+                    return handOut(s, client);
+                }
+                if (fallback != null) {
+                    return handOut(fallback, client);
                 }
                 try {
                     wait(1000);
@@ -269,6 +295,12 @@ public final class TransactionPoolingProxy implements AutoCloseable {
                     throw new IOException("transactionPoolingProxy closed");
                 }
             }
+        }
+
+        private Server handOut(Server s, Client client) {
+            s.client = client;
+            transactions.incrementAndGet();
+            return s;
         }
 
         synchronized void giveBack(Server s) {
@@ -391,6 +423,10 @@ public final class TransactionPoolingProxy implements AutoCloseable {
         final OutputStream out;
         final Pool pool;
         private Server server;
+        /** The server connection of the client's last transaction. */
+        private Server previous;
+        /** Session mode: move to another server connection at the next idle point (see moveSessions). */
+        private volatile boolean move;
         private int pendingSyncs;
         /** A message went to the server after the last Sync/Query: the transaction goes on. */
         private boolean sentSinceSync;
@@ -417,7 +453,7 @@ public final class TransactionPoolingProxy implements AutoCloseable {
                 Server s;
                 synchronized (this) {
                     if (server == null) {
-                        server = pool.take(this);
+                        server = pool.take(this, previous);
                     }
                     s = server;
                     if (type == 'S' || type == 'Q') {
@@ -442,9 +478,22 @@ public final class TransactionPoolingProxy implements AutoCloseable {
                 return;
             }
             pendingSyncs = Math.max(0, pendingSyncs - 1);
-            if (status == 'I' && pendingSyncs == 0 && !sentSinceSync && !sessionMode) {
+            if (status == 'I' && pendingSyncs == 0 && !sentSinceSync && (!sessionMode || move)) {
+                move = false;
+                previous = s;
                 server = null;
                 pool.giveBack(s);
+            }
+        }
+
+        /** Gives the server connection back now when idle, else at the end of what runs on it. */
+        synchronized void moveNow() {
+            if (server != null && pendingSyncs == 0 && !sentSinceSync) {
+                previous = server;
+                pool.giveBack(server);
+                server = null;
+            } else {
+                move = true;
             }
         }
 

@@ -85,6 +85,10 @@ class TransactionPoolingProxyIT {
             int first = pid(st);
             assertThat(pid(st)).isEqualTo(first);
             assertThat(pid(st)).isEqualTo(first);
+            proxy.moveSessions(); // to another backend, pinned there
+            int second = pid(st);
+            assertThat(second).isNotEqualTo(first);
+            assertThat(pid(st)).isEqualTo(second);
             proxy.sessionMode(false);
             pid(st); // ends on the pinned backend, which goes back to the pool
             assertThat(pid(st)).isNotEqualTo(pid(st));
