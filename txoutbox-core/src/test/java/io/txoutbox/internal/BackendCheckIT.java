@@ -1,0 +1,148 @@
+package io.txoutbox.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.txoutbox.testing.postgres.PostgresExtension;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * {@link BackendCheck} on direct connections: the guarded UPDATE keeps its update count; the guard refuses a
+ * transaction on another session and on one whose setting was reset; acquisition refuses a connection whose lock is
+ * held by another session. {@code -Dtxoutbox.backendCheck.cost=true} also prints what the guard costs per mark.
+ */
+class BackendCheckIT {
+
+    @RegisterExtension
+    static final PostgresExtension postgres = new PostgresExtension();
+
+    private static final long KEY = 0x1234_5678_9abc_def0L;
+
+    @BeforeAll
+    static void table() {
+        postgres.database().execute("CREATE TABLE marks (id bigint PRIMARY KEY, state text NOT NULL)",
+                "INSERT INTO marks SELECT g, 'PENDING' FROM generate_series(1, 200000) g");
+    }
+
+    private static void lock(Connection c, long key) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute("SELECT pg_advisory_lock(" + key + ")");
+        }
+    }
+
+    private static int mark(Connection c, String sql, long from, int n) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            Long[] ids = new Long[n];
+            for (int i = 0; i < n; i++) {
+                ids[i] = from + i;
+            }
+            ps.setArray(1, c.createArrayOf("bigint", ids));
+            return ps.executeUpdate();
+        }
+    }
+
+    private static final String MARK = "UPDATE marks SET state = CASE state WHEN 'PENDING' THEN 'PUBLISHED' ELSE "
+            + "'PENDING' END WHERE id = ANY(?)";
+
+    @Test
+    void the_guarded_mark_keeps_its_count_on_the_owning_session_and_fails_on_any_other() throws Exception {
+        try (Connection owner = postgres.database().connect(); Connection other = postgres.database().connect()) {
+            lock(owner, KEY);
+            BackendCheck check = new BackendCheck("relay");
+            check.acquired(owner, KEY);
+            String guarded = check.guard(MARK);
+            owner.setAutoCommit(false);
+            assertThat(mark(owner, guarded, 1, 100)).isEqualTo(100);
+            owner.commit();
+
+            // the same transaction text on another session: refused, and nothing is marked
+            other.setAutoCommit(false);
+            assertThatThrownBy(() -> mark(other, guarded, 1, 100))
+                    .isInstanceOf(SQLException.class)
+                    .satisfies(e -> assertThat(BackendCheck.isMismatch(e)).isTrue())
+                    .satisfies(e -> assertThat(BackendCheck.message(e))
+                            .startsWith("statements of one connection ran on backends ")
+                            .contains("pool_mode=session").doesNotContain("Where:"));
+            other.rollback();
+
+            // the owning session after a RESET ALL (as a pooler's reset does): its SET is gone
+            owner.setAutoCommit(true);
+            try (Statement st = owner.createStatement()) {
+                st.execute("RESET ALL");
+            }
+            owner.setAutoCommit(false);
+            assertThatThrownBy(() -> mark(owner, guarded, 1, 100))
+                    .satisfies(e -> assertThat(BackendCheck.message(e)).contains("SET made on backend"));
+            owner.rollback();
+        }
+    }
+
+    @Test
+    void acquisition_refuses_a_connection_whose_lane_lock_another_session_holds() throws Exception {
+        try (Connection holder = postgres.database().connect(); Connection other = postgres.database().connect()) {
+            lock(holder, KEY + 1);
+            assertThatThrownBy(() -> new BackendCheck("inbox worker").acquired(other, KEY + 1))
+                    .isInstanceOf(BackendCheck.MismatchException.class)
+                    .hasMessageContaining("statements of one connection ran on backends ")
+                    .hasMessageContaining("between the inbox worker and PostgreSQL");
+            assertThatThrownBy(() -> new BackendCheck("relay").acquired(other, KEY + 2))
+                    .hasMessageContaining("is held by no backend");
+        }
+    }
+
+    /** Not a check: figures for RELIABILITY.md, run with -Dtxoutbox.backendCheck.cost=true. */
+    @Test
+    void cost_per_mark() throws Exception {
+        if (!Boolean.getBoolean("txoutbox.backendCheck.cost")) {
+            return;
+        }
+        try (Connection c = postgres.database().connect()) {
+            lock(c, KEY + 3);
+            BackendCheck check = new BackendCheck("relay");
+            check.acquired(c, KEY + 3);
+            String guarded = check.guard(MARK);
+            String separate = "SELECT pg_backend_pid(), current_setting('txoutbox.backend', true)";
+            c.setAutoCommit(false);
+            int batch = Integer.getInteger("txoutbox.backendCheck.batch", 100);
+            int rounds = 10;
+            int perRound = 500;
+            long[] plain = new long[rounds];
+            long[] guard = new long[rounds];
+            long[] extra = new long[rounds];
+            for (int warm = 0; warm < 2_000; warm++) {
+                mark(c, warm % 2 == 0 ? MARK : guarded, 1 + (warm % 1000) * batch, batch);
+                c.commit();
+            }
+            for (int r = 0; r < rounds; r++) {
+                for (int kind = 0; kind < 3; kind++) {
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        long from = 1 + ((long) i % 1000) * batch;
+                        if (kind == 2) {
+                            try (Statement st = c.createStatement()) {
+                                st.executeQuery(separate).close();
+                            }
+                        }
+                        mark(c, kind == 1 ? guarded : MARK, from, batch);
+                        c.commit();
+                    }
+                    long per = (System.nanoTime() - t0) / perRound;
+                    (kind == 0 ? plain : kind == 1 ? guard : extra)[r] = per;
+                }
+            }
+            java.util.Arrays.sort(plain);
+            java.util.Arrays.sort(guard);
+            java.util.Arrays.sort(extra);
+            System.out.printf(Locale.ROOT, "BackendCheck cost, batch %d: mark+commit median %.1f us plain, %.1f us "
+                    + "guarded (DO in the same round trip), %.1f us with a separate SELECT%n", batch,
+                    plain[rounds / 2] / 1e3, guard[rounds / 2] / 1e3, extra[rounds / 2] / 1e3);
+        }
+    }
+}
