@@ -239,7 +239,7 @@ class ConnectionPoolerIT {
     }
 
     @Test
-    void publish_works_through_a_transaction_pooler() throws Exception {
+    void publish_and_receive_work_through_a_transaction_pooler() throws Exception {
         DataSource ds = pooled();
         publish(ds, 30, "p");
         // and a rolled-back publish leaves nothing, also through the pooler
@@ -256,5 +256,18 @@ class ConnectionPoolerIT {
         relay(db.dataSource(), transport).start();
         List<OutboxRecord> got = transport.awaitDelivered(r -> true, 30, Duration.ofSeconds(30));
         assertThat(got).hasSize(30);
+        // the inbox's receive too: INSERTs in the caller's transaction, a repeated event id dropped
+        Inbox inbox = Inbox.create(schema);
+        InboxMessage m = InboxMessage.builder(UUID.randomUUID()).key("r").eventType("E")
+                .payload("1".getBytes(StandardCharsets.UTF_8)).build();
+        for (int i = 0; i < 2; i++) {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                inbox.receive(c, "pooled-receiver", List.of(m));
+                c.commit();
+            }
+        }
+        assertThat(db.queryLong("SELECT count(*) FROM " + db.schema() + ".inbox_event"
+                + " WHERE consumer = 'pooled-receiver'")).isEqualTo(1);
     }
 }
