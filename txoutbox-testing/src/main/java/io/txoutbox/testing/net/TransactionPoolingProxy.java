@@ -407,6 +407,7 @@ public final class TransactionPoolingProxy implements AutoCloseable {
                         e.toString());
             } finally {
                 closeQuietly(socket);
+                pool.remove(this); // ended (terminated, idle timeout): not handed out again
                 Client c = client;
                 if (c != null) {
                     c.serverLost();
