@@ -96,6 +96,13 @@ class BackendCheckIT {
                     .hasMessageContaining("between the inbox worker and PostgreSQL");
             assertThatThrownBy(() -> new BackendCheck("relay").acquired(other, KEY + 2))
                     .hasMessageContaining("is held by no backend");
+            // and the guard needs a statement that ends with its WHERE condition
+            lock(other, KEY + 4);
+            BackendCheck check = new BackendCheck("relay");
+            check.acquired(other, KEY + 4);
+            assertThatThrownBy(() -> check.guard("UPDATE marks SET state = 'X' WHERE id = 1 RETURNING id"))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("WHERE condition");
+            assertThatThrownBy(() -> check.guard("SELECT 1")).isInstanceOf(IllegalArgumentException.class);
         }
     }
 
