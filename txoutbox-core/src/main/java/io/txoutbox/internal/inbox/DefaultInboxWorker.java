@@ -4,6 +4,7 @@ import io.txoutbox.InboxWorker;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
+import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.InboxListener;
@@ -78,6 +79,10 @@ public final class DefaultInboxWorker implements InboxWorker {
         if (!denied.compareAndSet(false, true)) {
             return;
         }
+        if (BackendCheck.isMismatch(cause)) {
+            stopAll("inbox worker '" + config.name() + "' stopped: " + BackendCheck.message(cause), cause);
+            return;
+        }
         List<String> missing = List.of();
         try (Connection c = ReadCommitted.open(dataSource)) {
             missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.INBOX_WORKER);
@@ -88,6 +93,10 @@ public final class DefaultInboxWorker implements InboxWorker {
                 ? "inbox worker '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501)"
                 : Privileges.message("inbox worker '" + config.name() + "' stopped", config.schema(),
                         OutboxGrants.Component.INBOX_WORKER, missing);
+        stopAll(message, cause);
+    }
+
+    private void stopAll(String message, Throwable cause) {
         log.error("txoutbox-inbox {}: {}", config.name(), message);
         listener.loopFailed(new OutboxException(message, cause, false));
         for (WorkerLane lane : lanes) {

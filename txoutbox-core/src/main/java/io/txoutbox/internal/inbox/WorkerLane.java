@@ -5,6 +5,7 @@ import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
+import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
@@ -75,6 +76,7 @@ final class WorkerLane implements Runnable {
     private boolean owner;
     private long errorBackoffMs;
     private String standbyReason;
+    private final BackendCheck backendCheck = new BackendCheck("inbox worker");
 
     WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
             InboxListener listener, java.util.function.Consumer<Throwable> denied, HandlerWatchdog watchdog) {
@@ -136,6 +138,14 @@ final class WorkerLane implements Runnable {
                     stopping = true;
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (BackendCheck.isMismatch(t)) {
+                        // configuration, not a fault: another cycle runs behind the same pooler
+                        log.error("txoutbox-inbox {}: the lane stops: {}", laneId, BackendCheck.message(t));
+                        releaseConnection();
+                        stopping = true;
+                        denied.accept(t);
+                        continue;
+                    }
                     if (Privileges.isDenied(t)) {
                         // not worth a retry: the next cycle meets the same missing grant (the worker says which)
                         log.error("txoutbox-inbox {}: permission denied, the lane stops: {}", laneId, t.toString());
@@ -187,6 +197,7 @@ final class WorkerLane implements Runnable {
             releaseConnection();
             return false;
         }
+        backendCheck.acquired(connection, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index));
         owner = true;
         standbyReason = null;
         counters.lanesOwned.incrementAndGet();
@@ -278,7 +289,7 @@ final class WorkerLane implements Runnable {
             }
             long handledAt = System.nanoTime();
             if (!processed.isEmpty()) {
-                try (PreparedStatement ps = c.prepareStatement(sql.markProcessed)) {
+                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.markProcessed))) {
                     ps.setString(1, config.consumer());
                     ps.setArray(2, c.createArrayOf("bigint", processed.toArray(new Long[0])));
                     int marked = ps.executeUpdate();
@@ -304,7 +315,7 @@ final class WorkerLane implements Runnable {
                     parked += state.equals("PARKED") ? 1 : 0;
                     dead += state.equals("DEAD") ? 1 : 0;
                 }
-                try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.recordFailures))) {
                     ps.setArray(1, c.createArrayOf("bigint", ids.toArray(new Long[0])));
                     ps.setArray(2, c.createArrayOf("text", errors.toArray(new String[0])));
                     ps.setArray(3, c.createArrayOf("bigint", delays.toArray(new Long[0])));

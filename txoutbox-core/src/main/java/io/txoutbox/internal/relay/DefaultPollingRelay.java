@@ -5,6 +5,7 @@ import io.txoutbox.OutboxGrants;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.spi.RelayListener;
@@ -188,6 +189,11 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
      */
     @Override
     public void denied(Throwable cause) {
+        if (BackendCheck.isMismatch(cause)) {
+            stopAll(new OutboxException("relay '" + config.name() + "' stopped: " + BackendCheck.message(cause),
+                    cause, false));
+            return;
+        }
         List<String> missing = List.of();
         try (Connection c = ReadCommitted.open(dataSource)) {
             missing = Privileges.missing(c, config.schema(), OutboxGrants.Component.RELAY);
@@ -199,11 +205,15 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
                         + "what OutboxGrants.sql(schema, RELAY, role) lists, then start a new relay"
                 : Privileges.message("relay '" + config.name() + "' stopped", config.schema(),
                         OutboxGrants.Component.RELAY, missing) + "; then start a new relay";
-        OutboxException e = new OutboxException(message, cause, false);
+        stopAll(new OutboxException(message, cause, false));
+    }
+
+    /** Stops every lane, once, for {@code e} (shown by {@link #failure()} and health). */
+    private void stopAll(OutboxException e) {
         if (!failure.compareAndSet(null, e)) {
             return;
         }
-        log.error("txoutbox-relay {}: {}", config.name(), message);
+        log.error("txoutbox-relay {}: {}", config.name(), e.getMessage());
         relayListener.loopFailed(e);
         for (Lane lane : lanes) {
             lane.stop();

@@ -2,6 +2,7 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
@@ -75,6 +76,7 @@ final class Lane implements Runnable {
     private long claimedAtNanos;
     private boolean commitTimestamps;
     private final ClaimFloor claimFloor;
+    private final BackendCheck backendCheck = new BackendCheck("relay");
     private long firstWaiting = -1;
     /** Keeps the session alive while the lane waits outside the database (the transport, listeners). */
     private final LeaseKeeper keeper;
@@ -97,7 +99,10 @@ final class Lane implements Runnable {
 
         String instanceId();
 
-        /** The lane met "permission denied" (SQLState 42501): retrying cannot help, the relay stops. */
+        /**
+         * The lane met "permission denied" (SQLState 42501), or found itself behind a transaction-mode pooler
+         * ({@link BackendCheck}): retrying cannot help, the relay stops.
+         */
         void denied(Throwable cause);
 
         /** The lane stopped: another outbox uses its fencing id ({@link FencingGuard}); the relay reports it. */
@@ -235,6 +240,14 @@ final class Lane implements Runnable {
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
                     counters.loopErrors.increment();
+                    if (BackendCheck.isMismatch(t)) {
+                        // configuration, not a fault: another cycle runs behind the same pooler
+                        log.error("txoutbox-relay {}: the lane stops: {}", laneId, BackendCheck.message(t));
+                        dropConnection();
+                        stopping = true;
+                        governor.denied(t);
+                        continue;
+                    }
                     if (Privileges.isDenied(t)) {
                         // not worth a retry: the next cycle meets the same missing grant (the relay says which)
                         log.error("txoutbox-relay {}: permission denied, the lane stops: {}", laneId, t.toString());
@@ -297,6 +310,7 @@ final class Lane implements Runnable {
                 releaseConnection();
                 return false;
             }
+            backendCheck.acquired(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index)); // not behind a pooler
             transportLane = Installation.read(connection, config.schema()).lane(laneId, index, governor.instanceId());
             commitTimestamps = tracksCommitTimestamps(connection);
             owner = true;
@@ -618,7 +632,7 @@ final class Lane implements Runnable {
                             e.getSQLState(), published.size());
                     throw e;
                 }
-                if (stopping || Privileges.isDenied(e)) {
+                if (stopping || Privileges.isDenied(e) || BackendCheck.isMismatch(e)) { // retrying cannot help
                     markRetries.ended();
                     if (!published.isEmpty()) {
                         log.warn("txoutbox-relay {}: {} delivered events could not be marked ({}); they will be sent "
@@ -667,7 +681,7 @@ final class Lane implements Runnable {
             }
         }
         if (!published.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
+            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.markPublished))) {
                 ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
                 int marked = ps.executeUpdate();
                 if (marked != published.size()) {
@@ -677,7 +691,7 @@ final class Lane implements Runnable {
             }
         }
         if (!update.ids.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.recordFailures))) {
                 ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
                 ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
                 ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
