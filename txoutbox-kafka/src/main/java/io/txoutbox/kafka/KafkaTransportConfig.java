@@ -157,6 +157,14 @@ final class KafkaTransportConfig {
                     + " + " + requestTimeout + "), was " + deliveryTimeout
                     + ": raise delivery.timeout.ms or lower the other two");
         }
+        if (idempotentMode) {
+            PartitionBudget.requireRoom(
+                    props.containsKey(ProducerConfig.BUFFER_MEMORY_CONFIG)
+                            ? number(props, ProducerConfig.BUFFER_MEMORY_CONFIG) : KAFKA_DEFAULT_BUFFER_MEMORY,
+                    number(props, ProducerConfig.BATCH_SIZE_CONFIG),
+                    props.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)
+                            ? number(props, ProducerConfig.MAX_REQUEST_SIZE_CONFIG) : KAFKA_DEFAULT_MAX_REQUEST_SIZE);
+        }
         long transactionTimeout = idempotentMode ? Long.MAX_VALUE
                 : number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
         if (transactionTimeout < deliveryTimeout) {
@@ -228,6 +236,10 @@ final class KafkaTransportConfig {
 
     long bufferMemory() {
         return bufferMemory;
+    }
+
+    long batchSize() {
+        return longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE);
     }
 
     long requestTimeoutMs() {
