@@ -36,6 +36,11 @@ final class TimedTransport implements Transport {
         });
     }
 
+    @Override
+    public void prepare(String lane) {
+        delegate.prepare(lane);
+    }
+
     long batches() {
         return batches.sum();
     }

@@ -361,6 +361,16 @@ final class Lane {
         fill(results, sendable, SendResult.unavailable(cause));
     }
 
+    /** Makes the producer ahead of the first batch (see KafkaTransport#prepare); a failure waits for that batch. */
+    void prepare() {
+        try {
+            producer();
+        } catch (RuntimeException e) {
+            log.info("txoutbox-kafka: lane {}: producer not ready yet ({}); the first batch tries again", lane,
+                    e.toString());
+        }
+    }
+
     private Producer<byte[], byte[]> producer() {
         Producer<byte[], byte[]> p = producer;
         if (p != null) {
