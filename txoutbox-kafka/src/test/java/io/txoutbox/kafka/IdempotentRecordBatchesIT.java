@@ -123,6 +123,8 @@ class IdempotentRecordBatchesIT {
     }
 
     private static void assertOneRecordBatchPerPartitionPerSend(List<Round> rounds) {
+        org.slf4j.LoggerFactory.getLogger(IdempotentRecordBatchesIT.class).info("{} sends, partitions per send {}",
+                rounds.size(), rounds.stream().map(r -> r.delivered.size()).toList());
         List<String> split = new ArrayList<>();
         for (Round round : rounds) {
             round.appended.forEach((partition, batches) -> {
