@@ -47,6 +47,11 @@ final class TimedTransport implements Transport {
         });
     }
 
+    @Override
+    public void prepare(io.txoutbox.spi.TransportLane lane) {
+        delegate.prepare(lane);
+    }
+
     long batches() {
         return batches.sum();
     }

@@ -39,6 +39,14 @@ public interface Transport extends AutoCloseable {
         return send(lane.name(), batch);
     }
 
+    /**
+     * Called when this relay instance takes {@code lane}, before the lane's first batch: a transport may connect
+     * and initialise what the lane sends with (Kafka: the lane's transactional producer) now, so that the first event
+     * does not wait for it. Must not block; failures are the transport's to log, and its first send tries again.
+     */
+    default void prepare(TransportLane lane) {
+    }
+
     /** Releases producers and connections; idempotent. */
     @Override
     default void close() {

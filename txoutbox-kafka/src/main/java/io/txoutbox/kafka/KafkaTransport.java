@@ -185,6 +185,29 @@ public final class KafkaTransport implements Transport {
         return result;
     }
 
+    /**
+     * Makes the lane's producer on the lane's thread now (in TRANSACTIONAL mode with initTransactions), so that the
+     * lane's first batch does not wait for it; a batch sent meanwhile queues behind it. A failure is logged and the
+     * first send tries again.
+     */
+    @Override
+    public void prepare(TransportLane lane) {
+        if (lane == null) {
+            return;
+        }
+        synchronized (lanes) {
+            if (closed) {
+                return;
+            }
+            LaneWorker worker = lanes.computeIfAbsent(config.transactionalId(lane), id -> startLane(lane.name(), id));
+            try {
+                worker.thread().execute(worker.lane()::prepare);
+            } catch (RejectedExecutionException e) {
+                log.debug("txoutbox-kafka: lane {}: not prepared, the transport is closing", lane.name());
+            }
+        }
+    }
+
     private LaneWorker startLane(String lane, String transactionalId) {
         ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "txoutbox-kafka-" + lane);

@@ -133,6 +133,12 @@ final class KafkaTransportConfig {
         props.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_REQUEST_TIMEOUT_MS));
         props.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(DEFAULT_DELIVERY_TIMEOUT_MS));
         if (!idempotentMode) {
+            // one produce request per broker at a time: with more, a transaction's later request for a partition can
+            // reach the broker while its first one is refused (CONCURRENT_TRANSACTIONS, the previous transaction's
+            // markers not yet written); the broker then rejects the later one (OutOfOrderSequenceException,
+            // KAFKA-18202) and the transaction stalls in retries, holding back read_committed consumers
+            props.putIfAbsent(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION,
+                    String.valueOf(TRANSACTIONAL_MAX_IN_FLIGHT));
             props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG,
                     String.valueOf(DEFAULT_TRANSACTION_TIMEOUT_MS));
         }
@@ -171,6 +177,14 @@ final class KafkaTransportConfig {
                     + " + " + requestTimeout + "), was " + deliveryTimeout
                     + ": raise delivery.timeout.ms or lower the other two");
         }
+        if (idempotentMode) {
+            PartitionBudget.requireRoom(
+                    props.containsKey(ProducerConfig.BUFFER_MEMORY_CONFIG)
+                            ? number(props, ProducerConfig.BUFFER_MEMORY_CONFIG) : KAFKA_DEFAULT_BUFFER_MEMORY,
+                    number(props, ProducerConfig.BATCH_SIZE_CONFIG),
+                    props.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)
+                            ? number(props, ProducerConfig.MAX_REQUEST_SIZE_CONFIG) : KAFKA_DEFAULT_MAX_REQUEST_SIZE);
+        }
         long transactionTimeout = idempotentMode ? Long.MAX_VALUE
                 : number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
         if (transactionTimeout < deliveryTimeout) {
@@ -203,6 +217,9 @@ final class KafkaTransportConfig {
     }
 
     static final long MAX_PARTITION_SHARE_BYTES = 262_144;
+
+    /** Mode.TRANSACTIONAL's default {@code max.in.flight.requests.per.connection}; see {@link #of}. */
+    static final int TRANSACTIONAL_MAX_IN_FLIGHT = 1;
 
     /** Producer properties for one lane; the serializers are passed to the producer's constructor. */
     Map<String, Object> producerProperties(String lane) {
@@ -266,6 +283,10 @@ final class KafkaTransportConfig {
 
     long bufferMemory() {
         return bufferMemory;
+    }
+
+    long batchSize() {
+        return longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE);
     }
 
     long requestTimeoutMs() {

@@ -213,11 +213,14 @@ final class Lane {
 
     /**
      * Mode.IDEMPOTENT. Order holds because every key's records in the batch form one run in one partition, and each
-     * partition's records form one record batch: the producer holds them (linger.ms is long) until the flush, and
-     * they fit in batch.size. The broker appends a record batch whole or not at all, so within a key either all
+     * partition's records form one record batch: the producer holds them (linger.ms is long) until the flush, they
+     * fit in batch.size, and the batch touches no more partitions than buffer.memory holds record batches for (see
+     * {@link PartitionBudget}: out of memory, the producer would send partial batches). The broker appends a record
+     * batch whole or not at all, so within a key either all
      * records of the run arrive, or none, or (after a timeout) possibly all of them later, as duplicates. Records
-     * that would break the rule — a key that changes topic within the batch, or a partition's share over
-     * {@link KafkaTransportConfig#partitionShareBytes()} — are deferred ({@code COLLATERAL}) with the rest of their key
+     * that would break the rule — a key that changes topic within the batch, a partition's share over
+     * {@link KafkaTransportConfig#partitionShareBytes()}, a partition beyond the budget — are deferred
+     * ({@code COLLATERAL}) with the rest of their key
      * to the next batch, which the relay sends only after this one's outcome is known.
      */
     private void sendIdempotent(List<OutboxRecord> batch, List<Integer> sendable,
@@ -237,6 +240,7 @@ final class Lane {
         Map<String, UUID> heldKeys = new HashMap<>();
         Map<String, Long> partitionBytes = new HashMap<>();
         java.util.Set<String> fullPartitions = new java.util.HashSet<>();
+        PartitionBudget budget = PartitionBudget.of(config);
         List<Integer> toSend = new ArrayList<>(sendable.size());
         List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>(sendable.size());
         for (int k = 0; k < sendable.size(); k++) {
@@ -292,6 +296,13 @@ final class Lane {
                 results[i] = SendResult.collateral(new OutboxException("event " + r.eventId() + " deferred to the "
                         + "next batch: " + (otherTopic ? "its key already has events on topic " + firstTopic
                                 + " in this batch" : "partition " + tp + " has its share of this batch")));
+                hold(heldKeys, key, r);
+                continue;
+            }
+            if (!budget.admits(tp, size)) {
+                results[i] = SendResult.collateral(new OutboxException("event " + r.eventId() + " deferred to the "
+                        + "next batch: partition " + tp + " is one more than buffer.memory holds record batches for ("
+                        + budget.partitions() + " partitions in this batch)"));
                 hold(heldKeys, key, r);
                 continue;
             }
@@ -511,6 +522,16 @@ final class Lane {
         }
         // the broker or the lane's ownership is the problem, not the records: the relay backs off, counts nothing
         fill(results, sendable, SendResult.unavailable(cause));
+    }
+
+    /** Makes the producer ahead of the first batch (see KafkaTransport#prepare); a failure waits for that batch. */
+    void prepare() {
+        try {
+            producer();
+        } catch (RuntimeException e) {
+            log.info("txoutbox-kafka: lane {}: producer not ready yet ({}); the first batch tries again", lane,
+                    e.toString());
+        }
     }
 
     private Producer<byte[], byte[]> producer() {

@@ -321,6 +321,11 @@ final class Lane implements Runnable {
             standbyReason = null;
             ownedSinceMillis = System.currentTimeMillis();
             log.info("txoutbox-relay {}: owns the lane now ({})", laneId, governor.instanceId());
+            try {
+                transport.prepare(transportLane); // the producer is made now, not on the first event
+            } catch (RuntimeException e) {
+                log.debug("txoutbox-relay {}: transport.prepare failed: {}", laneId, e.toString());
+            }
             connection.setAutoCommit(false);
             talked();
             return true;

@@ -24,6 +24,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -144,6 +145,43 @@ final class BrokerSetup {
         } catch (TimeoutException e) {
             throw new IllegalStateException("creating topic " + name + " timed out after " + TOPIC_TIMEOUT, e);
         }
+    }
+
+    /**
+     * Has the broker create its transaction state topic, as the first transactional client of a cluster does
+     * (FindCoordinator), and waits until the coordinator answers. A cluster in use has that topic; a freshly formatted
+     * one makes the first {@code initTransactions} wait while it is created and loaded (4 s on a loaded 2-core
+     * machine), which would make a test, or the README's job, measure the fresh cluster instead of the relay.
+     */
+    static void awaitTransactionCoordinator(String bootstrapServers) {
+        long begin = System.nanoTime();
+        long deadline = begin + TOPIC_TIMEOUT.toNanos();
+        try (Admin admin = admin(bootstrapServers)) {
+            while (true) {
+                try {
+                    admin.describeTransactions(List.of("txoutbox-testing-warm-up")).all()
+                            .get(10, TimeUnit.SECONDS);
+                    break;
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof TransactionalIdNotFoundException) {
+                        break; // the coordinator answered: the topic is there and loaded
+                    }
+                    log.debug("transaction coordinator not ready yet: {}", e.getCause().toString());
+                } catch (TimeoutException e) {
+                    log.debug("transaction coordinator not ready yet: {}", e.toString());
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the transaction coordinator of " + bootstrapServers
+                            + " did not answer within " + TOPIC_TIMEOUT);
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the transaction coordinator", e);
+        }
+        log.debug("transaction coordinator of {} ready in {} ms", bootstrapServers,
+                (System.nanoTime() - begin) / 1_000_000);
     }
 
     static Admin admin(String bootstrapServers) {

@@ -300,6 +300,7 @@ public final class KafkaBroker implements AutoCloseable {
                     BrokerSetup.format(file, clusterId);
                     server = newServer(props);
                     server.startup();
+                    BrokerSetup.awaitTransactionCoordinator("127.0.0.1:" + ports[0]);
                     log.info("KafkaBroker 127.0.0.1:{} started in {} ms (controller port {}, dir {}, overrides {})",
                             ports[0], (System.nanoTime() - begin) / 1_000_000, ports[1], dir, overrides);
                     SecureListeners secureListeners = null;

@@ -111,6 +111,9 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                     .start();
             try {
                 awaitReady(started);
+                if (firstStart) {
+                    BrokerSetup.awaitTransactionCoordinator(bootstrapServers());
+                }
                 process = started;
                 log.info("KafkaBrokerProcess {} ready in {} ms (pid {}, start #{}, dir {})", bootstrapServers(),
                         (System.nanoTime() - begin) / 1_000_000, started.pid(), starts, dir);
