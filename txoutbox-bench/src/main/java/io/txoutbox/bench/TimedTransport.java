@@ -48,8 +48,8 @@ final class TimedTransport implements Transport {
     }
 
     @Override
-    public void prepare(io.txoutbox.spi.TransportLane lane) {
-        delegate.prepare(lane);
+    public java.util.concurrent.CompletionStage<Void> prepare(io.txoutbox.spi.TransportLane lane) {
+        return delegate.prepare(lane);
     }
 
     long batches() {

@@ -42,9 +42,12 @@ public interface Transport extends AutoCloseable {
     /**
      * Called when this relay instance takes {@code lane}, before the lane's first batch: a transport may connect
      * and initialise what the lane sends with (Kafka: the lane's transactional producer) now, so that the first event
-     * does not wait for it. Must not block; failures are the transport's to log, and its first send tries again.
+     * does not wait for it. Must not block: the stage completes when the lane is ready to send (or getting ready
+     * failed: failures are the transport's to log, and its first send tries again). {@code PollingRelay.start()}
+     * waits a few seconds for it.
      */
-    default void prepare(TransportLane lane) {
+    default CompletionStage<Void> prepare(TransportLane lane) {
+        return java.util.concurrent.CompletableFuture.completedFuture(null);
     }
 
     /** Releases producers and connections; idempotent. */

@@ -191,21 +191,32 @@ public final class KafkaTransport implements Transport {
      * first send tries again.
      */
     @Override
-    public void prepare(TransportLane lane) {
+    public CompletionStage<Void> prepare(TransportLane lane) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
         if (lane == null) {
-            return;
+            done.complete(null);
+            return done;
         }
         synchronized (lanes) {
             if (closed) {
-                return;
+                done.complete(null);
+                return done;
             }
             LaneWorker worker = lanes.computeIfAbsent(config.transactionalId(lane), id -> startLane(lane.name(), id));
             try {
-                worker.thread().execute(worker.lane()::prepare);
+                worker.thread().execute(() -> {
+                    try {
+                        worker.lane().prepare();
+                    } finally {
+                        done.complete(null);
+                    }
+                });
             } catch (RejectedExecutionException e) {
                 log.debug("txoutbox-kafka: lane {}: not prepared, the transport is closing", lane.name());
+                done.complete(null);
             }
         }
+        return done;
     }
 
     private LaneWorker startLane(String lane, String transactionalId) {

@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -114,6 +115,9 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         return higherOwned < surplus;
     }
 
+    /** How long {@link #start()} waits for the lanes to be ready to send. */
+    static final Duration START_READY_TIMEOUT = Duration.ofSeconds(5);
+
     @Override
     public PollingRelay start() {
         if (closed.get()) {
@@ -142,7 +146,28 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             listener = new NotifyListener(config, dataSource, this::nudge);
             listener.start();
         }
+        awaitLanesReady();
         return this;
+    }
+
+    /**
+     * Returns once every lane took its lane (with its transport ready to send: Kafka's producer made and its
+     * transactions initialised) or stands by, at most {@link #START_READY_TIMEOUT}: so the first events written
+     * after {@code start()} do not wait for the producers. Lanes not ready by then go on in the background.
+     */
+    private void awaitLanesReady() {
+        long deadline = System.nanoTime() + START_READY_TIMEOUT.toNanos();
+        try {
+            for (Lane lane : lanes) {
+                if (!lane.awaitReady(Math.max(0, deadline - System.nanoTime()))) {
+                    log.info("txoutbox-relay {}: started; lane {} is not ready to send within {} and goes on getting "
+                            + "ready in the background", config.name(), lane.id(), START_READY_TIMEOUT);
+                    return;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /**

@@ -86,6 +86,9 @@ final class Lane implements Runnable {
     private final FencingGuard fencing = new FencingGuard();
     /** Set when another outbox uses this lane's fencing id: the lane keeps its lock and sends nothing. */
     private volatile io.txoutbox.OutboxException conflict;
+    /** Counted down once the lane's first try to own its lane ended, and its transport is ready if it owns it. */
+    private final java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
+    private CompletableFuture<Void> preparing = CompletableFuture.completedFuture(null);
 
     /** What the relay instance decides for its lanes: how many it may own, and which to hand over. */
     interface Governor {
@@ -206,6 +209,22 @@ final class Lane implements Runnable {
     void stop() {
         stopping = true;
         wake.release();
+        ready.countDown();
+    }
+
+    /** After the first try to own the lane: ready at once when it stands by, else once its transport is ready. */
+    private void signalReady() {
+        if (ready.getCount() > 0) {
+            preparing.whenComplete((v, e) -> ready.countDown());
+        }
+    }
+
+    /**
+     * Waits until the lane's first try to own its lane ended and, if it owns it, the transport is ready to send
+     * ({@link Transport#prepare}); false when {@code nanos} passed first.
+     */
+    boolean awaitReady(long nanos) throws InterruptedException {
+        return ready.await(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override
@@ -214,7 +233,9 @@ final class Lane implements Runnable {
         try {
             while (!stopping) {
                 try {
-                    if (!ensureOwnership()) {
+                    boolean owns = ensureOwnership();
+                    signalReady();
+                    if (!owns) {
                         pause(STANDBY_RETRY.toMillis());
                         continue;
                     }
@@ -239,6 +260,7 @@ final class Lane implements Runnable {
                         case LEASE_LOST -> { } // the next cycle finds out who owns the lane now
                     }
                 } catch (Throwable t) { // the loop never dies; it reconnects and goes on
+                    ready.countDown();
                     counters.loopErrors.increment();
                     if (BackendCheck.isMismatch(t)) {
                         // configuration, not a fault: another cycle runs behind the same pooler
@@ -322,9 +344,11 @@ final class Lane implements Runnable {
             ownedSinceMillis = System.currentTimeMillis();
             log.info("txoutbox-relay {}: owns the lane now ({})", laneId, governor.instanceId());
             try {
-                transport.prepare(transportLane); // the producer is made now, not on the first event
+                // the producer is made now, not on the first event
+                preparing = transport.prepare(transportLane).toCompletableFuture();
             } catch (RuntimeException e) {
                 log.debug("txoutbox-relay {}: transport.prepare failed: {}", laneId, e.toString());
+                preparing = CompletableFuture.completedFuture(null);
             }
             connection.setAutoCommit(false);
             talked();
