@@ -38,7 +38,8 @@ public final class SchemaMigrator {
     /** The scripts, in order. A new version is added here and as a resource. */
     public static final List<String> SCRIPTS =
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
-                    "V5__inbox_status.sql", "V6__inbox_bytes.sql", "V7__reserved_headers.sql");
+                    "V5__inbox_status.sql", "V6__inbox_bytes.sql", "V7__reserved_headers.sql",
+                    "V9__backoff_index.sql");
     /**
      * Online steps by schema version: work that must not run in the scripts' transaction (it scans or rewrites rows
      * of a live table). Run after that transaction commits, on every migrate, for every applied version, in version

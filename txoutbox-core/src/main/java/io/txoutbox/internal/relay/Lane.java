@@ -345,7 +345,7 @@ final class Lane implements Runnable {
         long claimStart = System.nanoTime();
         try {
             long from = claimFloor.beforeClaim(c);
-            Map<String, Long> waiting = waitingKeys(c);
+            boolean waiting = waiting(c);
             batch = claim(c, waiting, from);
             c.commit();
             claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
@@ -384,42 +384,32 @@ final class Lane implements Runnable {
     }
 
     /**
-     * Keys that wait (parked, or backing off), each with the id of its waiting event; sets {@link #firstWaiting} to
-     * the lowest id of any waiting row, keyed or not (-1: none).
+     * Whether a keyed row of the lane waits now (parked, or backing off), so that the claim must hold back later
+     * events; sets {@link #firstWaiting} to the lowest id of a backing-off row, keyed or not (-1: none). Two small
+     * index reads in one statement, whatever the number of parked keys ({@link RelaySql#waiting}).
      */
-    private Map<String, Long> waitingKeys(Connection c) throws SQLException {
-        Map<String, Long> keys = new HashMap<>();
-        long first = -1;
-        try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
-            ps.setArray(1, c.createArrayOf("integer", shards));
+    private boolean waiting(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.waiting)) {
+            java.sql.Array lane = c.createArrayOf("integer", shards);
+            ps.setArray(1, lane);
+            ps.setArray(2, lane);
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    long id = rs.getLong(2);
-                    first = first < 0 ? id : Math.min(first, id);
-                    if (rs.getString(1) != null) {
-                        keys.put(rs.getString(1), id);
-                    }
-                }
+                rs.next();
+                long first = rs.getLong(1);
+                firstWaiting = rs.wasNull() ? -1 : first;
+                return rs.getBoolean(2);
             }
         }
-        firstWaiting = first;
-        return keys;
     }
 
-    private List<OutboxRecord> claim(Connection c, Map<String, Long> waiting, long from) throws SQLException {
+    private List<OutboxRecord> claim(Connection c, boolean waiting, long from) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
-        String[] keys = new String[waiting.size()];
-        Long[] fromIds = new Long[waiting.size()];
-        int w = 0;
-        for (Map.Entry<String, Long> e : waiting.entrySet()) {
-            keys[w] = e.getKey();
-            fromIds[w++] = e.getValue();
-        }
         try (PreparedStatement ps = c.prepareStatement(commitTimestamps ? sql.claimWithCommitTime : sql.claim)) {
+            java.sql.Array lane = c.createArrayOf("integer", shards);
             ps.setLong(1, from);
-            ps.setArray(2, c.createArrayOf("integer", shards));
-            ps.setArray(3, c.createArrayOf("text", keys));
-            ps.setArray(4, c.createArrayOf("bigint", fromIds));
+            ps.setArray(2, lane);
+            ps.setArray(3, lane);
+            ps.setBoolean(4, waiting);
             ps.setInt(5, config.batchSize());
             // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
             ps.setFetchSize(Math.min(config.batchSize(), 250));
