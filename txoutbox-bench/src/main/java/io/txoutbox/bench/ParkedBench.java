@@ -93,7 +93,7 @@ final class ParkedBench implements Callable<Integer> {
             out.add("- one relay lane (all " + shards + " shards), batch " + batchSize + ", " + events
                     + " healthy events per run written before the relay starts; the parked heads are in the lane's"
                     + " shards, analyzed; claim = the lane's time from the floor check to the claim's commit");
-            out.add("- command: bench parked " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
+            out.add("- command: bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
             out.add("");
             out.add(t.toString());
             System.out.println(String.join("\n", out));
@@ -118,7 +118,7 @@ final class ParkedBench implements Callable<Integer> {
                     + " FROM generate_series(1, " + n + ") g");
             st.execute("INSERT INTO " + table + " (topic, partition_key, aggregate_type, aggregate_id, event_type,"
                     + " payload) SELECT 'orders', 'healthy-' || (g % 1000), 'Order', 'healthy-' || g, 'E',"
-                    + " '{\"n\": ' || g || '}'::jsonb FROM generate_series(1, " + events + ") g");
+                    + " ('{\"n\": ' || g || '}')::jsonb FROM generate_series(1, " + events + ") g");
             st.execute("ANALYZE " + table);
         }
         ConcurrentLinkedQueue<Long> claims = new ConcurrentLinkedQueue<>();

@@ -345,8 +345,8 @@ final class Lane implements Runnable {
         long claimStart = System.nanoTime();
         try {
             long from = claimFloor.beforeClaim(c);
-            boolean waiting = waiting(c);
-            batch = claim(c, waiting, from);
+            firstWaiting(c);
+            batch = claim(c, from);
             c.commit();
             claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
             talked();
@@ -384,33 +384,28 @@ final class Lane implements Runnable {
     }
 
     /**
-     * Whether a keyed row of the lane waits now (parked, or backing off), so that the claim must hold back later
-     * events; sets {@link #firstWaiting} to the lowest id of a backing-off row, keyed or not (-1: none). Two small
-     * index reads in one statement, whatever the number of parked keys ({@link RelaySql#waiting}).
+     * Sets {@link #firstWaiting} to the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short
+     * read of a small index, whatever the number of parked keys ({@link RelaySql#waiting}).
      */
-    private boolean waiting(Connection c) throws SQLException {
+    private void firstWaiting(Connection c) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql.waiting)) {
-            java.sql.Array lane = c.createArrayOf("integer", shards);
-            ps.setArray(1, lane);
-            ps.setArray(2, lane);
+            ps.setArray(1, c.createArrayOf("integer", shards));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long first = rs.getLong(1);
                 firstWaiting = rs.wasNull() ? -1 : first;
-                return rs.getBoolean(2);
             }
         }
     }
 
-    private List<OutboxRecord> claim(Connection c, boolean waiting, long from) throws SQLException {
+    private List<OutboxRecord> claim(Connection c, long from) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
         try (PreparedStatement ps = c.prepareStatement(commitTimestamps ? sql.claimWithCommitTime : sql.claim)) {
             java.sql.Array lane = c.createArrayOf("integer", shards);
             ps.setLong(1, from);
             ps.setArray(2, lane);
             ps.setArray(3, lane);
-            ps.setBoolean(4, waiting);
-            ps.setInt(5, config.batchSize());
+            ps.setInt(4, config.batchSize());
             // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
             ps.setFetchSize(Math.min(config.batchSize(), 250));
             long batchBytes = 0;

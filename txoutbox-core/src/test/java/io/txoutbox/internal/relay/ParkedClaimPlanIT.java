@@ -107,7 +107,7 @@ class ParkedClaimPlanIT {
             throws Exception {
         try (Connection c = laneSession()) {
             for (long floor : new long[] {0, PARKED}) { // the sweep (no floor) and a claim above the parked heads
-                JsonNode result = explain(c, sql.claim, floor, ALL_SHARDS, ALL_SHARDS, true, LIMIT);
+                JsonNode result = explain(c, sql.claim, floor, ALL_SHARDS, ALL_SHARDS, LIMIT);
                 JsonNode plan = result.get("Plan");
                 List<JsonNode> all = new ArrayList<>();
                 nodes(plan, all);
@@ -127,14 +127,9 @@ class ParkedClaimPlanIT {
                 System.out.println("ParkedClaimPlanIT: floor " + floor + ": " + rows + " rows, " + blocks(plan)
                         + " blocks, " + result.path("Execution Time").asDouble() + " ms, " + shape);
             }
-            // the reads before the claim take a few blocks, and while nothing waits nothing is probed
-            JsonNode before = explain(c, sql.waiting, ALL_SHARDS, ALL_SHARDS);
-            assertThat(blocks(before.get("Plan"))).as("blocks read before the claim: %s", before).isLessThan(100);
-            JsonNode idle = explain(c, sql.claim, (long) PARKED, ALL_SHARDS, ALL_SHARDS, false, LIMIT);
-            List<JsonNode> all = new ArrayList<>();
-            nodes(idle.get("Plan"), all);
-            assertThat(all).as("no waiting key: no probe").noneMatch(n -> n.path("Index Name").asText()
-                    .endsWith("_waiting"));
+            // the read before the claim (the first row that backs off) takes a few blocks
+            JsonNode before = explain(c, sql.waiting, (Object) ALL_SHARDS);
+            assertThat(blocks(before.get("Plan"))).as("blocks read before the claim: %s", before).isLessThan(20);
             System.out.println("ParkedClaimPlanIT: before the claim " + blocks(before.get("Plan")) + " blocks, "
                     + before.path("Execution Time").asDouble() + " ms");
         }
