@@ -318,10 +318,11 @@ class PartitionedOutboxIT {
                 + s.qualifiedOutboxTable() + "', 'id'), 'SELECT')::int")).isOne();
         assertThat(db.queryLong("SELECT (pg_get_userbyid(relowner) = '" + owner + "')::int FROM pg_class WHERE oid = '"
                 + s.qualifiedOutboxTable() + "'::regclass")).isOne();
-        // the plain table's indexes serve its partition (attached, not rebuilt); the parent has the same ones
+        // the plain table's indexes serve its partition (attached, not rebuilt); the parent has the same ones:
+        // pkey, pending, waiting, id (BRIN), failed (V3), backoff (V9)
         assertThat(db.queryLong("SELECT count(*) FROM pg_index WHERE indrelid = '" + s.qualifiedOutboxTable()
                 + "'::regclass")).isEqualTo(db.queryLong("SELECT count(*) FROM pg_index WHERE indrelid = '"
-                        + db.schema() + "." + table + "_legacy'::regclass")).isEqualTo(5);
+                        + db.schema() + "." + table + "_legacy'::regclass")).isEqualTo(6);
 
         // the relay delivers the 200 pending events and new ones, in key order; new ids continue the sequence
         startRelay(s, FailurePolicy.PARK_KEY);

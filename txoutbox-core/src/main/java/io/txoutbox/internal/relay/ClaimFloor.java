@@ -27,9 +27,17 @@ import org.slf4j.LoggerFactory;
  * all of them — a later statement has a later snapshot only under READ COMMITTED, which the lane's session is pinned
  * to ({@link LaneSession}); under REPEATABLE READ the claim would reuse the snapshot of the transaction's first
  * statement, taken before the lock read. The new floor is then the lowest of: L + 1, the first row that claim
- * returned, and the first row of every key (or unkeyed row) that waits. A sequence with a cache above 1 hands ids out of order, so then there is no
- * floor. Rows put back below the floor by hand (an operator requeueing a dead event) are found by a claim without
- * floor every {@value #SWEEP_MILLIS} ms.
+ * returned, and the first row that backs off (PENDING with a {@code next_attempt_at}, keyed or not). A sequence with
+ * a cache above 1 hands ids out of order, so then there is no floor.
+ *
+ * <p><b>Parked keys.</b> A parked row does not hold the floor back, so the floor passes a parked key's head and the
+ * later events it holds back: one long-parked key, or 200,000 of them, cost the claim nothing. Rows that become
+ * claimable again below the floor are the ones an operator releases; {@code OutboxAdmin} makes each such release due
+ * with a {@code next_attempt_at} (a requeued row; after a skip or a discard, the key's next pending row), and every
+ * claim starts at the lowest of those at the latest, in its own snapshot ({@link RelaySql}), so the key's events go
+ * out in order. Rows put back below the floor by hand in SQL without a {@code next_attempt_at} are found by a claim
+ * without floor every {@value #SWEEP_MILLIS} ms; such a release of a parked key may let events of the key above the
+ * floor go out before them.
  */
 final class ClaimFloor {
 
@@ -111,7 +119,7 @@ final class ClaimFloor {
 
     /**
      * After the claim: {@code firstClaimed} the lowest id it returned (or -1), {@code firstWaiting} the lowest id of
-     * a waiting row in the lane (or -1).
+     * a row of the lane that backs off (PENDING with a {@code next_attempt_at}; not a parked one), or -1.
      */
     void afterClaim(long firstClaimed, long firstWaiting) {
         if (settled < 0) {

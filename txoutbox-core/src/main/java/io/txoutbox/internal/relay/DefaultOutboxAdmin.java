@@ -36,7 +36,12 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     private static final String[] FAILED = {"DEAD", "PARKED"};
     /** The audit columns; the first bind parameter of every change is the operator (null: the database user). */
     private static final String AUDIT = "operator_name = coalesce(?, current_user), operator_at = now()";
-    private final String requeueSet = "state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
+    /**
+     * Due now with a {@code next_attempt_at}, not NULL: the row is then in the index of rows that back off, which the
+     * relay's claim starts from, so it goes out before the later events of its key even when the claim floor has gone
+     * past it (a parked key does not hold the floor back).
+     */
+    private final String requeueSet = "state = 'PENDING', attempts = 0, next_attempt_at = now(),"
             + " operator_action = 'REQUEUED', " + AUDIT;
     private final String discardSet = "state = 'DISCARDED', next_attempt_at = NULL, operator_action = 'DISCARDED', "
             + AUDIT;
@@ -44,10 +49,23 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
             + " last_error = coalesce(last_error, '') || ' [skipped by an operator]', operator_action = 'SKIPPED', "
             + AUDIT;
 
+    /**
+     * Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's key
+     * becomes due with a {@code next_attempt_at}, so the relay's claim starts at it even when the claim floor went
+     * past the key's held events while it was parked (see {@code RelaySql}'s claim); without it those events would
+     * go out only when a claim without floor finds them, after later events of the key.
+     */
+    private final String releaseNext;
+
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
         this.table = schema.qualifiedOutboxTable();
         this.relaySql = new RelaySql(schema);
+        this.releaseNext = "UPDATE " + table + " n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM "
+                + table + " x WHERE x.state = 'PENDING' AND x.shard = p.shard AND x.partition_key = p.partition_key"
+                + " AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM " + table + " p"
+                + " WHERE p.event_id = ANY(?) AND p.state = 'PARKED' AND p.partition_key IS NOT NULL) m"
+                + " WHERE n.event_id = m.event_id AND n.state = 'PENDING' AND n.next_attempt_at IS NULL";
     }
 
     @Override
@@ -185,6 +203,9 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         checkOperator(operator);
         String sql = "UPDATE " + table + " SET " + set + " WHERE event_id = ? AND state = ANY(?)";
         boolean changed = inTransaction(action + " of event " + eventId, c -> {
+            if (set != requeueSet) {
+                releaseNext(c, new UUID[] {eventId});
+            }
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 ps.setString(1, operator);
                 ps.setObject(2, eventId);
@@ -195,6 +216,13 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         log.info("txoutbox-admin: {} of event {} by {}: {}", action, eventId, operator == null ? "(db user)" : operator,
                 changed ? "done" : "not " + String.join(" or ", fromStates).toLowerCase(java.util.Locale.ROOT));
         return changed;
+    }
+
+    private void releaseNext(Connection c, UUID[] eventIds) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(releaseNext)) {
+            ps.setArray(1, c.createArrayOf("uuid", eventIds));
+            ps.executeUpdate();
+        }
     }
 
     /**
@@ -231,6 +259,9 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                 }
                 if (ids.isEmpty()) {
                     return new long[] {last, 0, 0};
+                }
+                if (set != requeueSet) {
+                    releaseNext(c, ids.toArray(new UUID[0]));
                 }
                 try (PreparedStatement ps = c.prepareStatement(update)) {
                     ps.setString(1, operator);

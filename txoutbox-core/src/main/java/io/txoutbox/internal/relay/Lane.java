@@ -418,8 +418,8 @@ final class Lane implements Runnable {
         long claimStart = System.nanoTime();
         try {
             long from = claimFloor.beforeClaim(c);
-            Map<String, Long> waiting = waitingKeys(c);
-            batch = claim(c, waiting, from);
+            firstWaiting(c);
+            batch = claim(c, from);
             c.commit();
             claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
             talked();
@@ -473,43 +473,28 @@ final class Lane implements Runnable {
     }
 
     /**
-     * Keys that wait (parked, or backing off), each with the id of its waiting event; sets {@link #firstWaiting} to
-     * the lowest id of any waiting row, keyed or not (-1: none).
+     * Sets {@link #firstWaiting} to the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short
+     * read of a small index, whatever the number of parked keys ({@link RelaySql#waiting}).
      */
-    private Map<String, Long> waitingKeys(Connection c) throws SQLException {
-        Map<String, Long> keys = new HashMap<>();
-        long first = -1;
-        try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
+    private void firstWaiting(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.waiting)) {
             ps.setArray(1, c.createArrayOf("integer", shards));
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    long id = rs.getLong(2);
-                    first = first < 0 ? id : Math.min(first, id);
-                    if (rs.getString(1) != null) {
-                        keys.put(rs.getString(1), id);
-                    }
-                }
+                rs.next();
+                long first = rs.getLong(1);
+                firstWaiting = rs.wasNull() ? -1 : first;
             }
         }
-        firstWaiting = first;
-        return keys;
     }
 
-    private List<OutboxRecord> claim(Connection c, Map<String, Long> waiting, long from) throws SQLException {
+    private List<OutboxRecord> claim(Connection c, long from) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
-        String[] keys = new String[waiting.size()];
-        Long[] fromIds = new Long[waiting.size()];
-        int w = 0;
-        for (Map.Entry<String, Long> e : waiting.entrySet()) {
-            keys[w] = e.getKey();
-            fromIds[w++] = e.getValue();
-        }
         try (PreparedStatement ps = c.prepareStatement(commitTimestamps ? sql.claimWithCommitTime : sql.claim)) {
+            java.sql.Array lane = c.createArrayOf("integer", shards);
             ps.setLong(1, from);
-            ps.setArray(2, c.createArrayOf("integer", shards));
-            ps.setArray(3, c.createArrayOf("text", keys));
-            ps.setArray(4, c.createArrayOf("bigint", fromIds));
-            ps.setInt(5, config.batchSize());
+            ps.setArray(2, lane);
+            ps.setArray(3, lane);
+            ps.setInt(4, config.batchSize());
             // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
             ps.setFetchSize(Math.min(config.batchSize(), 250));
             long batchBytes = 0;
