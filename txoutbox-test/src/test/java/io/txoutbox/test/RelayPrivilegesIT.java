@@ -125,7 +125,8 @@ class RelayPrivilegesIT {
             role[0] = r;
             return List.of("GRANT USAGE ON SCHEMA " + db.schema() + " TO " + r,
                     "GRANT SELECT, UPDATE ON " + schema.qualifiedOutboxTable() + " TO " + r,
-                    "GRANT SELECT ON SEQUENCE " + sequence() + " TO " + r);
+                    "GRANT SELECT ON SEQUENCE " + sequence() + " TO " + r,
+                    "GRANT SELECT ON " + db.schema() + "." + schema.outboxTable() + "_installation TO " + r);
         });
         PollingRelay relay = relay(ds).start();
         write(100);
