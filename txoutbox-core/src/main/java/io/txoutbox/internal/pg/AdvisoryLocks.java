@@ -32,6 +32,9 @@ public final class AdvisoryLocks {
     public static final int KIND_LANE_COUNT = 2;
     /** The relay member key: {@code 3 << 28 | lanes << 14 | cap}. */
     public static final int KIND_MEMBER = 3;
+    /** The inbox worker's kinds: its keys live under the consumer's CRC, apart from the relay's. */
+    public static final int KIND_INBOX_LANE = 3;
+    public static final int KIND_INBOX_LANE_COUNT = 4;
 
     static final int NS_MIGRATION = 0x74786F62; // "txob"
     static final int NS_MIGRATION_STEPS = 0x74786F73; // "txos"
@@ -146,11 +149,11 @@ public final class AdvisoryLocks {
     }
 
     public static Key inboxLane(int consumerHash, int index) {
-        return Key.of(laneKey(consumerHash, KIND_LANE, index));
+        return Key.of(laneKey(consumerHash, KIND_INBOX_LANE, index));
     }
 
     public static Key inboxLaneCount(int consumerHash, int lanes) {
-        return Key.of(laneKey(consumerHash, KIND_LANE_COUNT, lanes));
+        return Key.of(laneKey(consumerHash, KIND_INBOX_LANE_COUNT, lanes));
     }
 
     // ---- replay: one-bigint key, "repl" in the high half ----
