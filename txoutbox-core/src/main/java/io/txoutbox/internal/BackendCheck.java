@@ -78,7 +78,7 @@ public final class BackendCheck {
         String token = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
         int first;
         String holders;
-        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_CLAIM)) {
+        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_ACQUIRED)) {
             Jdbc.bind(ps, PREFIX + word + "_", token, laneKey >>> 32, laneKey & 0xffff_ffffL);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -94,7 +94,7 @@ public final class BackendCheck {
             throw new MismatchException(ranOn(holders, Integer.toString(first), component));
         }
         String name = PREFIX + word + "_" + first + "_" + token;
-        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_SETTING)) {
+        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_SETTING_READ)) {
             ps.setString(1, name);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();

@@ -49,7 +49,7 @@ public final class LaneStatements {
      * setting's prefix ({@code txoutbox.lane_<component>_}), the token, the key's high half (classid), its low half
      * (objid).
      */
-    public static final String BACKEND_CLAIM = """
+    public static final String BACKEND_ACQUIRED = """
             SELECT pg_backend_pid(), set_config(? || pg_backend_pid() || '_' || ?, 'on', false), \
             (SELECT string_agg(l.pid::text, ',' ORDER BY l.pid) FROM pg_locks l \
             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid::bigint = ? \
@@ -57,7 +57,7 @@ public final class LaneStatements {
             WHERE datname = current_database()))""";
 
     /** Backend check at acquisition, the second statement: this backend's pid and the setting. Binds: its name. */
-    public static final String BACKEND_SETTING = "SELECT pg_backend_pid(), current_setting(?, true)";
+    public static final String BACKEND_SETTING_READ = "SELECT pg_backend_pid(), current_setting(?, true)";
 
     private LaneStatements() {
     }

@@ -180,7 +180,10 @@ public final class RelayStatements {
         return waiting;
     }
 
-    /** The claim ({@link #claim(String, String)}) for a server without {@code track_commit_timestamp}. */
+    /**
+     * The claim for a server without {@code track_commit_timestamp} (its shape and binds: the comment of {@code
+     * claim(table, ageSql)}).
+     */
     public String claim() {
         return claim;
     }

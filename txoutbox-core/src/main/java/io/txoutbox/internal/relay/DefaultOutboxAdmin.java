@@ -53,8 +53,8 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     /**
      * Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's key
      * becomes due with a {@code next_attempt_at}, so the relay's claim starts at it even when the claim floor went
-     * past the key's held events while it was parked (see {@code RelayStatements}' claim); without it those events would
-     * go out only when a claim without floor finds them, after later events of the key.
+     * past the key's held events while it was parked (see {@code RelayStatements.claim}); without it those events
+     * would go out only when a claim without floor finds them, after later events of the key.
      */
     private final String releaseNext;
 

@@ -77,7 +77,8 @@ final class FencingGuard {
                 + lane.instance() + ". The other side uses the same id: an outbox with the same installation id (a "
                 + "database restored or cloned from this one's backup, or this one from its) or, with an explicit "
                 + "transactionalIdPrefix, the same prefix and relay name. Give one of the two a new installation id "
-                + "(as the tables' owner, with its relays stopped: UPDATE " + installationTable + " SET id = gen_random_uuid()) or its own transactionalIdPrefix, then restart this relay. Until then "
+                + "(as the tables' owner, with its relays stopped: UPDATE " + installationTable
+                + " SET id = gen_random_uuid()) or its own transactionalIdPrefix, then restart this relay. Until then "
                 + "this lane keeps its lock and sends nothing (its events wait, none is lost); the other lanes go on",
                 fenced, false);
     }
