@@ -7,6 +7,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.ReadCommitted;
 import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.pg.AdvisoryLocks;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -30,7 +31,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     private final DataSource dataSource;
     private final String table;
-    private final RelaySql relaySql;
+    private final OutboxSchema schema;
 
     private static final int BULK_PAGE = 1_000;
     private static final String[] FAILED = {"DEAD", "PARKED"};
@@ -52,15 +53,15 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     /**
      * Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's key
      * becomes due with a {@code next_attempt_at}, so the relay's claim starts at it even when the claim floor went
-     * past the key's held events while it was parked (see {@code RelaySql}'s claim); without it those events would
-     * go out only when a claim without floor finds them, after later events of the key.
+     * past the key's held events while it was parked (see {@code RelayStatements.claim}); without it those events
+     * would go out only when a claim without floor finds them, after later events of the key.
      */
     private final String releaseNext;
 
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
         this.table = schema.qualifiedOutboxTable();
-        this.relaySql = new RelaySql(schema);
+        this.schema = schema;
         this.releaseNext = "UPDATE " + table + " n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM "
                 + table + " x WHERE x.state = 'PENDING' AND x.shard = p.shard AND x.partition_key = p.partition_key"
                 + " AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM " + table + " p"
@@ -73,8 +74,8 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         String sql = "SELECT (l.objid::bigint & 65535)::int, a.application_name, a.backend_start, a.state_change"
                 + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
                 + " AND l.granted AND l.objsubid = 1 AND l.classid::bigint = "
-                + Integer.toUnsignedLong(relaySql.tableHash) + " AND (l.objid::bigint >> 16) = "
-                + RelaySql.LOCK_KIND_LANE + " ORDER BY 1";
+                + Integer.toUnsignedLong(AdvisoryLocks.relayTableHash(schema)) + " AND (l.objid::bigint >> 16) = "
+                + AdvisoryLocks.KIND_LANE + " ORDER BY 1";
         return inTransaction("listing lane owners", c -> {
             List<LaneOwner> out = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {

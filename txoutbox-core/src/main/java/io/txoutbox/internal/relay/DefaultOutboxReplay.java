@@ -7,6 +7,7 @@ import io.txoutbox.OutboxReplay.SkipReason;
 import io.txoutbox.OutboxReplay.Skipped;
 import io.txoutbox.OutboxReplay.WhenUnpublished;
 import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
@@ -62,7 +63,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         this.settlement = new ClaimFloor(table);
         this.stateSql = "SELECT state FROM " + table + " WHERE event_id = ?";
         // every state: a row that is not published must be seen to be waited for or reported, never passed silently
-        this.pageSql = "SELECT " + RelaySql.RECORD_COLUMNS + ", state FROM " + table
+        this.pageSql = "SELECT " + RelayStatements.RECORD_COLUMNS + ", state FROM " + table
                 + " WHERE id > ? AND id <= ?"
                 + " AND (?::text IS NULL OR topic = ?::text)"
                 + " AND (?::text IS NULL OR aggregate_type = ?::text)"
@@ -329,7 +330,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             ps.setInt(i, b.batchSize());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    OutboxRecord r = RelaySql.record(rs);
+                    OutboxRecord r = OutboxRows.record(rs);
                     Map<String, String> headers = new HashMap<>(r.headers());
                     headers.put(REPLAY_HEADER, b.name());
                     out.add(new Row(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers), r.topic(),
