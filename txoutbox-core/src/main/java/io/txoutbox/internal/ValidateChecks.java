@@ -3,7 +3,6 @@ package io.txoutbox.internal;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.pg.CheckStatements;
 import io.txoutbox.internal.pg.Jdbc;
-import io.txoutbox.internal.pg.PartitionStatements;
 import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -53,7 +52,7 @@ public final class ValidateChecks implements OnlineStep {
                 continue;
             }
             try (Statement st = c.createStatement()) {
-                Jdbc.queryString(c, CheckStatements.SET_LOCAL_LOCK_TIMEOUT, PartitionStatements.millis(LOCK_TIMEOUT));
+                Jdbc.queryString(c, CheckStatements.SET_LOCAL_LOCK_TIMEOUT, LOCK_TIMEOUT.toMillis() + "ms");
                 st.execute(CheckStatements.NO_STATEMENT_TIMEOUT); // the scan takes as long as the table needs
                 st.execute(statements.validate(Identifiers.quote(name)));
                 c.commit();
