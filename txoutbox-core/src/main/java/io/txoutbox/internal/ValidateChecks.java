@@ -80,7 +80,8 @@ public final class ValidateChecks implements OnlineStep {
                             + " and the next migrate validates them.");
         }
         if (!busy.isEmpty()) {
-            b.append(b.isEmpty() ? "" : " ").append("constraints ").append(busy).append(" stay NOT VALID for now: their validation waited ").append(LOCK_TIMEOUT.toSeconds())
+            b.append(b.isEmpty() ? "" : " ").append("constraints ").append(busy)
+                    .append(" stay NOT VALID for now: their validation waited ").append(LOCK_TIMEOUT.toSeconds())
                     .append(" s for its lock (SHARE UPDATE EXCLUSIVE, taken by VACUUM and DDL too); the next"
                             + " migrate validates them.");
         }
