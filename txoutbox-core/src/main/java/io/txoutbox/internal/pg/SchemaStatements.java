@@ -30,7 +30,8 @@ public final class SchemaStatements {
                 outbox_table text NOT NULL, version integer NOT NULL, description text NOT NULL, \
                 checksum bigint NOT NULL, shards integer NOT NULL, \
                 installed_at timestamptz NOT NULL DEFAULT now(), \
-                installed_by text NOT NULL DEFAULT current_user, PRIMARY KEY (outbox_table, version))""".formatted(history);
+                installed_by text NOT NULL DEFAULT current_user, PRIMARY KEY (outbox_table, version))"""
+                .formatted(history);
     }
 
     /** The versions applied to one outbox table, with their checksums and shard count (bind: the table's name). */

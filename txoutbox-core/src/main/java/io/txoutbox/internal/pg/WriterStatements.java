@@ -22,7 +22,7 @@ public final class WriterStatements {
         this.insertByRows = new String[maxRows + 1];
     }
 
-    /** Writes the events: {@code INSERT … VALUES (…), (…)} for {@code rows} rows; cached, so each size is built once. */
+    /** Writes the events: {@code INSERT … VALUES (…), (…)} for {@code rows} rows; each size is built once. */
     public String insert(int rows) {
         String sql = insertByRows[rows];
         if (sql == null) {
