@@ -5,6 +5,7 @@ import io.txoutbox.OutboxGrants.Component;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.PrivilegeStatements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -53,16 +54,16 @@ public final class Privileges {
             for (String p : privileges) {
                 switch (kind) {
                     // a schema is named, not parsed (the other objects are parsed like regclass): no quotes
-                    case SCHEMA -> out.add(new Check("has_schema_privilege(?, ?)", object.replace("\"", ""), p));
-                    case SEQUENCE -> out.add(new Check("has_sequence_privilege(?, ?)", object, p));
-                    case FUNCTION -> out.add(new Check("has_function_privilege(?, ?)", object, p));
-                    case DATABASE -> out.add(new Check("has_database_privilege(current_database(), ?)", p));
+                    case SCHEMA -> out.add(new Check(PrivilegeStatements.SCHEMA, object.replace("\"", ""), p));
+                    case SEQUENCE -> out.add(new Check(PrivilegeStatements.SEQUENCE, object, p));
+                    case FUNCTION -> out.add(new Check(PrivilegeStatements.FUNCTION, object, p));
+                    case DATABASE -> out.add(new Check(PrivilegeStatements.DATABASE, p));
                     case TABLE -> {
                         if (columns.isEmpty()) {
-                            out.add(new Check("has_table_privilege(?, ?)", object, p));
+                            out.add(new Check(PrivilegeStatements.TABLE, object, p));
                         } else {
                             for (String c : columns) {
-                                out.add(new Check("has_column_privilege(?, ?, ?)", object, c, p));
+                                out.add(new Check(PrivilegeStatements.COLUMN, object, c, p));
                             }
                         }
                     }
@@ -202,9 +203,9 @@ public final class Privileges {
                 owner.add(i);
             }
         }
-        String role = Jdbc.queryString(c, "SELECT current_user");
+        String role = Jdbc.queryString(c, PrivilegeStatements.currentUser());
         boolean[] held = new boolean[exprs.size()];
-        try (PreparedStatement ps = c.prepareStatement("SELECT " + String.join(", ", exprs))) {
+        try (PreparedStatement ps = c.prepareStatement(PrivilegeStatements.holds(exprs))) {
             Jdbc.bind(ps, binds.toArray());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
