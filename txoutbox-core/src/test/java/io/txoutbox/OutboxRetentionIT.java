@@ -193,9 +193,7 @@ class OutboxRetentionIT {
             OutboxRetention.Result r = retention().dataSource(pool).build().runOnce();
             assertThat(r.anotherRunActive()).isFalse();
             assertThat(r.deleted()).isEqualTo(100);
-            assertThat(db.queryLong("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = "
-                    + Integer.toUnsignedLong(key.first()) + " AND objid::bigint = " + Integer.toUnsignedLong(key.second())))
-                    .isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM pg_locks WHERE " + key.pgLocksCondition())).isZero();
         }
     }
 
