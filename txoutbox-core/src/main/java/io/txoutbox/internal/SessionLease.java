@@ -1,5 +1,6 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.LaneStatements;
 import java.sql.Connection;

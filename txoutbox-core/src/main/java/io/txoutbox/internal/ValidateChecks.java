@@ -1,5 +1,6 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.pg.CheckStatements;
 import io.txoutbox.internal.pg.Jdbc;

@@ -7,7 +7,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.StatusSql;
 import io.txoutbox.internal.pg.InboxAdminStatements;
 import io.txoutbox.internal.pg.Jdbc;

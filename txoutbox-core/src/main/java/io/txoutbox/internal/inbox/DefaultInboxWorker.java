@@ -6,7 +6,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.InboxStatements;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.spi.InboxListener;

@@ -185,10 +185,8 @@ final class WorkerLane implements Runnable {
             // transaction, so they run at it too
             isolation = SessionLease.configure(connection, InboxSession.settings(config, laneId));
         }
-        LaneLock.Result lock = LaneLock.tryAcquire(connection,
-                InboxStatements.lockKey(consumerHash, InboxStatements.LOCK_KIND_LANE, index),
-                InboxStatements.lockKey(consumerHash, InboxStatements.LOCK_KIND_LANE_COUNT, config.lanes()),
-                InboxStatements.otherLaneCounts(consumerHash), config.lanes());
+        LaneLock.Result lock = LaneLock.tryAcquire(connection, AdvisoryLocks.inboxLane(consumerHash, index),
+                AdvisoryLocks.inboxLaneCount(consumerHash, config.lanes()), config.lanes());
         if (lock.outcome() == LaneLock.Outcome.TAKEN) {
             standby("another worker of consumer " + config.consumer() + " owns this lane");
             releaseConnection();
@@ -201,8 +199,7 @@ final class WorkerLane implements Runnable {
             releaseConnection();
             return false;
         }
-        backendCheck.acquired(connection,
-                InboxStatements.lockKey(consumerHash, InboxStatements.LOCK_KIND_LANE, index));
+        backendCheck.acquired(connection, AdvisoryLocks.inboxLane(consumerHash, index).single());
         owner = true;
         standbyReason = null;
         counters.lanesOwned.incrementAndGet();

@@ -2,7 +2,7 @@ package io.txoutbox.internal.partition;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.partition.PartitionedOutbox.Partition;
 import io.txoutbox.internal.pg.CheckStatements;
 import io.txoutbox.internal.pg.ConversionStatements;

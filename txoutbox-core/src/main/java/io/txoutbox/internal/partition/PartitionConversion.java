@@ -3,7 +3,7 @@ package io.txoutbox.internal.partition;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.internal.partition.PartitionCatalog.Stage;
 import io.txoutbox.internal.partition.PartitionCatalog.State;

@@ -1,7 +1,6 @@
 package io.txoutbox.internal.pg;
 
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
 import java.util.UUID;
 
 /**

@@ -1,6 +1,5 @@
 package io.txoutbox.internal.pg;
 
-import io.txoutbox.internal.Identifiers;
 
 /**
  * The statements of the inbox's operations ({@code DefaultInboxAdmin}): listings, retry and skip, counts, purge.

@@ -1,6 +1,5 @@
 package io.txoutbox.internal.pg;
 
-import io.txoutbox.internal.Identifiers;
 
 /**
  * The statements of schema V6's online step, the {@code inbox_event.key_bytes} backfill ({@code InboxKeyBackfill}).

@@ -1,6 +1,5 @@
 package io.txoutbox.internal.pg;
 
-import io.txoutbox.internal.Identifiers;
 
 /**
  * The inbox's statements: receiving ({@code DefaultInbox}) and the worker's lanes ({@code WorkerLane}). The schema
@@ -10,9 +9,6 @@ import io.txoutbox.internal.Identifiers;
  */
 public final class InboxStatements {
 
-    /** Advisory lock kinds (low half of the key); distinct from the relay's, which hash another name anyway. */
-    public static final int LOCK_KIND_LANE = 3;
-    public static final int LOCK_KIND_LANE_COUNT = 4;
     /** The bind parameters of one received row. */
     public static final int INSERT_COLUMNS = 14;
     /** A received row: the key as its text form (partition_key) and its bytes, the headers as text and bytes. */
@@ -51,7 +47,7 @@ public final class InboxStatements {
                 .formatted(versions);
 
         // The lane's keys that wait (parked, or pending with a retry delay) and the id each waits from.
-        // Both predicates repeat the partial indexes' so the planner can use them (see the relay's RelaySql).
+        // Both predicates repeat the partial indexes' so the planner can use them (see RelayStatements).
         this.waitingKeys = """
                 SELECT partition_key, min(id) FROM %1$s
                  WHERE consumer = ? AND shard = ANY(?) AND partition_key IS NOT NULL
@@ -159,25 +155,5 @@ public final class InboxStatements {
     /** An idle lane's heartbeat: a statement that keeps its session within {@code idle_session_timeout}. */
     public String heartbeat() {
         return "SELECT 1";
-    }
-
-    /**
-     * The 64-bit advisory lock key of an inbox lane ({@link #LOCK_KIND_LANE}) or lane count
-     * ({@link #LOCK_KIND_LANE_COUNT}): the consumer's inbox in the high half, kind and value in the low half. Not
-     * {@link AdvisoryLocks#inboxLane}/{@link AdvisoryLocks#inboxLaneCount}: those use the relay's kinds (1 and 2),
-     * and these numbers must not change.
-     */
-    public static long lockKey(int consumerHash, int kind, int value) {
-        return ((long) consumerHash << 32) | ((long) kind << 16) | (value & 0xFFFF);
-    }
-
-    /**
-     * Lane counts other worker sessions of this consumer work with (their shared "lane count" locks). The numbers
-     * stay in the text: {@code LaneLock} runs this statement without parameters.
-     */
-    public static String otherLaneCounts(int consumerHash) {
-        return "SELECT DISTINCT (objid::bigint & 65535)::int FROM pg_locks WHERE locktype = 'advisory'"
-                + " AND objsubid = 1 AND granted AND classid::bigint = " + Integer.toUnsignedLong(consumerHash)
-                + " AND (objid::bigint >> 16) = " + LOCK_KIND_LANE_COUNT + " AND pid <> pg_backend_pid()";
     }
 }

@@ -6,7 +6,6 @@ import static io.txoutbox.internal.pg.EventState.PENDING;
 import static io.txoutbox.internal.pg.EventState.PUBLISHED;
 
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
 
 /**
  * The polling relay's SQL for PostgreSQL: its lanes' claim and mark, the reads around them (claim floor, membership,

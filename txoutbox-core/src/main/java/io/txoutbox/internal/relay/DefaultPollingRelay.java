@@ -7,7 +7,7 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
