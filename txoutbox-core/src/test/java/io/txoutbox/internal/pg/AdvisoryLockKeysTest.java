@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -72,12 +71,10 @@ class AdvisoryLockKeysTest {
     }
 
     /**
-     * Fails at 1c1618a: {@code AdvisoryLocks.inboxLane}/{@code inboxLaneCount} put the relay's kinds (1, 2) in the
-     * low half, where {@code InboxSql.LOCK_KIND_LANE}/{@code LOCK_KIND_LANE_COUNT} (what the inbox worker takes
-     * today) are 3 and 4. Enable it once AdvisoryLocks computes the inbox's kinds.
+     * The inbox worker's kinds are 3 and 4 (the old {@code InboxSql.LOCK_KIND_LANE}/{@code LOCK_KIND_LANE_COUNT}); at
+     * 1c1618a the registry put the relay's kinds (1, 2) there, which this test caught.
      */
     @Test
-    @Disabled("AdvisoryLocks.inboxLane/inboxLaneCount use kinds 1/2; the inbox worker (InboxSql) takes kinds 3/4")
     void inbox_lane_keys_of_consumer_orders_are_unchanged() {
         for (int i = 0; i < 4; i++) {
             assertSingle(AdvisoryLocks.inboxLane(INBOX_ORDERS_HASH, i), INBOX_LANES[i], "inbox lane " + i);
