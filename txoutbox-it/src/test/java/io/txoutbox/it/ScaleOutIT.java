@@ -17,8 +17,8 @@ import io.txoutbox.testing.process.JvmProcess;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -161,7 +161,10 @@ class ScaleOutIT {
         return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sinceNanos);
     }
 
-    /** Five events per writer transaction (on one key, in sequence): the writers, not the relays, paced the run. */
+    /**
+     * Five events per writer transaction (one key, in sequence): the writers' commits, not the relays, pace this run,
+     * and the three relays still race over fifty thousand events.
+     */
     @Test
     void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
         for (int i = 0; i < 3; i++) {
@@ -245,7 +248,7 @@ class ScaleOutIT {
     @Test
     void a_relay_paused_between_ack_and_mark_past_its_lease_is_fenced_and_its_stale_mark_rejected()
             throws Exception {
-        // started together: each holds a lane before the writers start, as if the zombie had joined later
+        // started together: both hold a lane before the writers start, as when the zombie joins later
         JvmProcess steady = relay("steady", 1);
         JvmProcess zombie = relay("zombie", db.server().jdbcUrl(), 1, "after-ack-before-mark=stop");
         steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
