@@ -23,7 +23,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,8 +30,10 @@ import org.junit.jupiter.api.Test;
  * a reserved header name into the headers column used to get 50 keys parked at the relay. Now their INSERTs fail at
  * once, and the relay parks nothing; a row written before the constraint existed is parked as before, without
  * tripping the constraint on the relay's or the operator's UPDATE.
+ *
+ * <p>On the default PostgreSQL only (no {@code pg-version} tag): {@code ReservedHeaderCheckIT} checks the constraint,
+ * the parking UPDATE and the operator's on every version of the matrix.
  */
-@Tag("pg-version")
 class ReservedHeaderRelayIT {
 
     private static final Duration WAIT = Duration.ofSeconds(60);

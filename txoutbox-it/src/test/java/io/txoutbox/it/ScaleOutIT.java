@@ -17,8 +17,11 @@ import io.txoutbox.testing.process.JvmProcess;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -27,7 +30,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Several relay instances as separate JVMs on one outbox, while writers write: they race, get killed (also between
  * the broker's ack and the mark), paused past their lease, cut off from PostgreSQL, added and removed. The history
- * checker decides; takeover times are measured against the lease.
+ * checker decides; takeover times are measured against the lease. One broker for the class, a topic per test (the
+ * relays' transactional ids come from each test's own installation, so no test's producers meet another's).
  */
 class ScaleOutIT {
 
@@ -36,15 +40,28 @@ class ScaleOutIT {
     private static final int BATCH = 200;
     private static final long LEASE_MS = 3_000;
 
-    private KafkaBroker kafka;
+    private static KafkaBroker kafka;
     private TestDatabase db;
     private OutboxSchema schema;
+    private String topic;
     private final List<JvmProcess> relays = new ArrayList<>();
+
+    @BeforeAll
+    static void startBroker() {
+        kafka = KafkaBroker.builder().start();
+    }
+
+    @AfterAll
+    static void stopBroker() {
+        if (kafka != null) {
+            kafka.close();
+        }
+    }
 
     @BeforeEach
     void setUp() {
-        kafka = KafkaBroker.builder().start();
-        kafka.createTopic("ledger", 6);
+        topic = "ledger-" + UUID.randomUUID();
+        kafka.createTopic(topic, 6);
         db = TestPostgres.shared().newDatabase("scale_out");
         schema = ItSupport.schema(db);
     }
@@ -54,9 +71,6 @@ class ScaleOutIT {
         relays.forEach(JvmProcess::close);
         if (db != null) {
             db.close();
-        }
-        if (kafka != null) {
-            kafka.close();
         }
     }
 
@@ -106,17 +120,36 @@ class ScaleOutIT {
         return db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING'");
     }
 
+    /** The highest id written so far (0: none). */
+    private long lastId() {
+        return db.queryLong("SELECT coalesce(max(id), 0) FROM " + schema.qualifiedOutboxTable());
+    }
+
+    /**
+     * Waits until no event up to {@code id} is PENDING: the lanes were worked past that point (and with them any
+     * batch a paused or killed relay held then: published again).
+     */
+    private void awaitPublishedUpTo(long id) {
+        await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(100))
+                .until(() -> db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                        + " WHERE state = 'PENDING' AND id <= " + id) == 0);
+    }
+
     private LedgerWriter writer(int events, double rate) {
+        return writer(events, rate, 1);
+    }
+
+    private LedgerWriter writer(int events, double rate, int eventsPerTransaction) {
         Outbox outbox = Outbox.builder().schema(schema).build();
-        return ItSupport.ledgerWriter(db, outbox, "ledger").threads(4).keys(500).events(events).targetRate(rate)
-                .rollbackShare(0.02).build().start();
+        return ItSupport.ledgerWriter(db, outbox, topic).threads(4).keys(500).events(events).targetRate(rate)
+                .eventsPerTransaction(eventsPerTransaction).rollbackShare(0.02).build().start();
     }
 
     private HistoryReport finish(LedgerWriter writer) throws Exception {
         assertThat(writer.awaitDone(Duration.ofMinutes(5))).isTrue();
         assertThat(writer.errors()).isEmpty();
         await().atMost(Duration.ofMinutes(3)).until(() -> pending() == 0);
-        HistoryReport report = ItSupport.check(db, kafka.bootstrapServers(), "ledger", Duration.ofMinutes(2));
+        HistoryReport report = ItSupport.check(db, kafka.bootstrapServers(), topic, Duration.ofMinutes(2));
         log.info("history: {}", report.summaryLine());
         return report;
     }
@@ -128,6 +161,10 @@ class ScaleOutIT {
         return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sinceNanos);
     }
 
+    /**
+     * Five events per writer transaction (one key, in sequence): the writers' commits, not the relays, pace this run,
+     * and the three relays still race over fifty thousand events.
+     */
     @Test
     void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
         for (int i = 0; i < 3; i++) {
@@ -137,7 +174,7 @@ class ScaleOutIT {
             r.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         }
         HistoryReport report;
-        try (LedgerWriter w = writer(50_000, 0)) {
+        try (LedgerWriter w = writer(50_000, 0, 5)) {
             report = finish(w);
         }
         HistoryAssert.assertThat(report).isClean();
@@ -198,7 +235,8 @@ class ScaleOutIT {
             await().atMost(Duration.ofSeconds(10)).until(zombie::isStopped);
             long stoppedAt = System.nanoTime();
             takeoverMillis(steady, stoppedAt);
-            Thread.sleep(LEASE_MS); // the fault: stay paused past the lease while the steady relay works its lanes
+            // the fault: stay paused past the lease until the steady relay worked its lanes past the paused batch
+            awaitPublishedUpTo(lastId());
             zombie.resume();
             zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
             HistoryReport report = finish(w);
@@ -210,9 +248,10 @@ class ScaleOutIT {
     @Test
     void a_relay_paused_between_ack_and_mark_past_its_lease_is_fenced_and_its_stale_mark_rejected()
             throws Exception {
+        // started together: both hold a lane before the writers start, as when the zombie joins later
         JvmProcess steady = relay("steady", 1);
-        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         JvmProcess zombie = relay("zombie", db.server().jdbcUrl(), 1, "after-ack-before-mark=stop");
+        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         zombie.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         try (LedgerWriter w = writer(20_000, 1_500)) {
             zombie.awaitHook("after-ack-before-mark", Duration.ofMinutes(2));
@@ -220,7 +259,8 @@ class ScaleOutIT {
             await().atMost(Duration.ofSeconds(10)).until(zombie::isStopped);
             long takeover = takeoverMillis(steady, stoppedAt);
             assertThat(takeover).as("not before the lease ran out").isGreaterThanOrEqualTo(LEASE_MS - 500);
-            Thread.sleep(LEASE_MS); // the fault: stay paused well past the lease while the others work its lanes
+            // the fault: stay paused past the lease until the others worked its lanes past the paused batch
+            awaitPublishedUpTo(lastId());
             zombie.resume();
             zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
             HistoryReport report = finish(w);
@@ -260,12 +300,13 @@ class ScaleOutIT {
 
     @Test
     void a_relay_cut_off_from_postgresql_past_its_lease_loses_its_lanes_and_nothing_else() throws Exception {
-        JvmProcess steady = relay("steady", 1);
-        steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         TestPostgres pg = db.server();
         try (TcpProxy proxy = TcpProxy.start("127.0.0.1", pg.port())) {
             String viaProxy = pg.jdbcUrl().replaceFirst("//[^/]+/", "//127.0.0.1:" + proxy.port() + "/");
+            // started together: each holds a lane before the writers start
+            JvmProcess steady = relay("steady", 1);
             JvmProcess cut = relay("cut", viaProxy, 1, null);
+            steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
             cut.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
             try (LedgerWriter w = writer(20_000, 1_500)) {
                 await().atMost(Duration.ofMinutes(1)).until(() -> pending() < 20_000);

@@ -35,7 +35,6 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -43,8 +42,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The polling relay against a real PostgreSQL, with the in-memory transport of the test kit. Subclasses run the same
  * scenarios with other session defaults for txoutbox's own connections ({@link #sessions}).
+ *
+ * <p>On the default PostgreSQL only (no {@code pg-version} tag): the version matrix runs these scenarios as
+ * {@link LeastPrivilegeRelayIT}, the same statements on a role with exactly the relay's grants.
  */
-@Tag("pg-version")
 class PollingRelayInMemoryIT {
 
     @RegisterExtension

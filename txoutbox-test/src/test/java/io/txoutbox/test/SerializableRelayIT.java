@@ -3,7 +3,6 @@ package io.txoutbox.test;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.util.Map;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.Tag;
 
 /**
  * The relay acceptance scenarios of {@link PollingRelayInMemoryIT} with {@code default_transaction_isolation =
@@ -11,11 +10,9 @@ import org.junit.jupiter.api.Tag;
  * writers keep READ COMMITTED so their own serialization failures do not count. (A shorter class name than the
  * parent's: the schema name, and with it the NOTIFY channel, grows with it.)
  *
- * <p>On the default PostgreSQL only ({@code pg-default-only}): the pin is the same code on every version, and the
- * version matrix runs {@code ClaimFloorSerializableIT} and the parent's scenarios.
+ * <p>On the default PostgreSQL only (no {@code pg-version} tag): the pin is the same code on every version, and the
+ * version matrix runs {@code ClaimFloorSerializableIT} and the parent's scenarios (as {@link LeastPrivilegeRelayIT}).
  */
-@Tag("pg-version")
-@Tag("pg-default-only")
 class SerializableRelayIT extends PollingRelayInMemoryIT {
 
     @Override
