@@ -1,6 +1,6 @@
 package io.txoutbox;
 
-import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.Privileges;
 import java.util.List;
 

@@ -1,7 +1,7 @@
 package io.txoutbox;
 
-import io.txoutbox.internal.Identifiers;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.Identifiers;
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;

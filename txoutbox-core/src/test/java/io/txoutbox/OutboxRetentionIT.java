@@ -171,9 +171,9 @@ class OutboxRetentionIT {
     @Test
     void of_two_runs_on_one_table_one_works_and_the_other_skips() throws Exception {
         insert(100, "'PUBLISHED'", "3 days", "2 days");
-        int[] key = io.txoutbox.internal.retention.DefaultOutboxRetention.runLockKey(schema);
+        io.txoutbox.internal.pg.AdvisoryLocks.Key key = io.txoutbox.internal.pg.AdvisoryLocks.retention(schema);
         try (Connection other = db.connect(); Statement st = other.createStatement()) {
-            st.execute("SELECT pg_advisory_lock(" + key[0] + ", " + key[1] + ")"); // another instance's run
+            st.execute("SELECT pg_advisory_lock(" + key.first() + ", " + key.second() + ")"); // another instance's run
             OutboxRetention.Result skipped = retention().build().runOnce();
             assertThat(skipped.anotherRunActive()).isTrue();
             assertThat(skipped.deleted()).isZero();
@@ -193,9 +193,7 @@ class OutboxRetentionIT {
             OutboxRetention.Result r = retention().dataSource(pool).build().runOnce();
             assertThat(r.anotherRunActive()).isFalse();
             assertThat(r.deleted()).isEqualTo(100);
-            assertThat(db.queryLong("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = "
-                    + Integer.toUnsignedLong(key[0]) + " AND objid::bigint = " + Integer.toUnsignedLong(key[1])))
-                    .isZero();
+            assertThat(db.queryLong("SELECT count(*) FROM pg_locks WHERE " + key.pgLocksCondition())).isZero();
         }
     }
 

@@ -1,5 +1,8 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.LaneStatements;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -37,12 +40,13 @@ public final class BackendCheck {
 
     /** The SQLState of a mismatch found at acquisition. */
     public static final String SQLSTATE = "TXB01";
-    /** What the guard fails with on another session: "unrecognized configuration parameter". */
-    private static final String UNDEFINED_SETTING = "42704";
     private static final String PREFIX = "txoutbox.lane_";
     private static final String LOST = "_lost";
     private static final Pattern SETTING = Pattern.compile("txoutbox\\.lane_([a-z_]+?)_(\\d+)_[0-9a-f]+(" + LOST
             + ")?");
+    /** A WHERE, and a RETURNING, as words between whitespace (a statement may be written on several lines). */
+    private static final Pattern WHERE = Pattern.compile("(?i)\\sWHERE\\s");
+    private static final Pattern RETURNING = Pattern.compile("(?i)\\sRETURNING\\s");
 
     private final String component;
     private final String word;
@@ -74,15 +78,8 @@ public final class BackendCheck {
         String token = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
         int first;
         String holders;
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_backend_pid(), set_config('" + PREFIX + word
-                + "_' || pg_backend_pid() || '_' || ?, 'on', false),"
-                + " (SELECT string_agg(l.pid::text, ',' ORDER BY l.pid) FROM pg_locks l"
-                + " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid::bigint = ?"
-                + " AND l.objid::bigint = ? AND l.database = (SELECT oid FROM pg_database"
-                + " WHERE datname = current_database()))")) {
-            ps.setString(1, token);
-            ps.setLong(2, laneKey >>> 32);
-            ps.setLong(3, laneKey & 0xffff_ffffL);
+        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_ACQUIRED)) {
+            Jdbc.bind(ps, PREFIX + word + "_", token, laneKey >>> 32, laneKey & 0xffff_ffffL);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 first = rs.getInt(1);
@@ -97,7 +94,7 @@ public final class BackendCheck {
             throw new MismatchException(ranOn(holders, Integer.toString(first), component));
         }
         String name = PREFIX + word + "_" + first + "_" + token;
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_backend_pid(), current_setting(?, true)")) {
+        try (PreparedStatement ps = c.prepareStatement(LaneStatements.BACKEND_SETTING_READ)) {
             ps.setString(1, name);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -122,14 +119,12 @@ public final class BackendCheck {
         if (setting == null) {
             throw new IllegalStateException("BackendCheck.guard before acquired");
         }
-        String upper = sql.toUpperCase(java.util.Locale.ROOT);
-        if (!upper.contains(" WHERE ") || upper.contains(" RETURNING ") || upper.contains(";")) {
+        if (!WHERE.matcher(sql).find() || RETURNING.matcher(sql).find() || sql.contains(";")) {
             throw new IllegalArgumentException("BackendCheck.guard needs a statement that ends with its WHERE "
                     + "condition: " + sql);
         }
         // the name is ours: [a-z_0-9.], no quoting needed
-        return sql + " AND (CASE WHEN current_setting('" + setting + "') = 'on' THEN true"
-                + " ELSE current_setting('" + setting + LOST + "') IS NULL END)";
+        return sql + LaneStatements.backendGuard(setting, setting + LOST);
     }
 
     /** Whether {@code t} (or a cause) is a mismatch found by this check, at acquisition or by the guard. */
@@ -155,8 +150,9 @@ public final class BackendCheck {
 
     private static SQLException mismatch(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
+            // on another session the guard fails with 42704, "unrecognized configuration parameter"
             if (c instanceof SQLException e && (SQLSTATE.equals(e.getSQLState())
-                    || UNDEFINED_SETTING.equals(e.getSQLState()) && e.getMessage() != null
+                    || PgErrors.UNDEFINED_OBJECT.equals(e.getSQLState()) && e.getMessage() != null
                     && SETTING.matcher(e.getMessage()).find())) {
                 return e;
             }

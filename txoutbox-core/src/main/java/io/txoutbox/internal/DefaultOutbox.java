@@ -6,6 +6,8 @@ import io.txoutbox.OutboxConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.Payload;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.WriterStatements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -25,13 +27,13 @@ public final class DefaultOutbox implements Outbox {
     private static final Logger log = LoggerFactory.getLogger(DefaultOutbox.class);
 
     private final OutboxConfig config;
-    private final OutboxSql sql;
+    private final WriterStatements sql;
     private final Runnable afterPublish;
     private final boolean notifyOnPublish;
 
     public DefaultOutbox(OutboxConfig config, Runnable afterPublish, boolean notifyOnPublish) {
         this.config = config;
-        this.sql = new OutboxSql(config.schema(), MAX_ROWS_PER_STATEMENT);
+        this.sql = new WriterStatements(config.schema(), MAX_ROWS_PER_STATEMENT);
         this.afterPublish = afterPublish;
         this.notifyOnPublish = notifyOnPublish;
         log.info("txoutbox-outbox: writer ready: {}", config);
@@ -102,12 +104,12 @@ public final class DefaultOutbox implements Outbox {
 
     /** PostgreSQL folds identical notifications of one transaction into one, delivered at commit. */
     private void notifyRelay(Connection connection) {
-        try (PreparedStatement ps = connection.prepareStatement("SELECT pg_notify(?, '')")) {
+        try (PreparedStatement ps = connection.prepareStatement(sql.notifyRelay())) {
             ps.setString(1, config.schema().notifyChannel());
             ps.execute();
         } catch (SQLException e) {
             throw new OutboxException("publish wrote the events but NOTIFY failed: " + e.getMessage()
-                    + ". The transaction is aborted: roll it back.", e, SqlErrors.isRetriable(e));
+                    + ". The transaction is aborted: roll it back.", e, PgErrors.isRetriable(e));
         }
     }
 
@@ -117,7 +119,7 @@ public final class DefaultOutbox implements Outbox {
             autoCommit = connection.getAutoCommit();
         } catch (SQLException e) {
             throw new OutboxException("publish could not read the connection's autocommit mode: " + e.getMessage(),
-                    e, SqlErrors.isRetriable(e));
+                    e, PgErrors.isRetriable(e));
         }
         if (autoCommit) {
             throw new OutboxException("publish needs a connection inside a transaction, but autocommit is on: the "
@@ -221,9 +223,9 @@ public final class DefaultOutbox implements Outbox {
             throw new OutboxException("publish of " + rows.size() + " event(s) starting with "
                     + rows.get(0).message.eventId() + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState()
                     + "). The transaction is aborted: roll it back. "
-                    + ("42P01".equals(e.getSQLState()) ? "Run OutboxSchema.migrate(dataSource) first." : "")
+                    + (PgErrors.is(e, PgErrors.UNDEFINED_TABLE) ? "Run OutboxSchema.migrate(dataSource) first." : "")
                     + Privileges.hint(e, io.txoutbox.OutboxGrants.Component.WRITER),
-                    e, SqlErrors.isRetriable(e));
+                    e, PgErrors.isRetriable(e));
         }
     }
 }

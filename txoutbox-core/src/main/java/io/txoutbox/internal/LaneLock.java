@@ -1,10 +1,10 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.LaneStatements;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -33,33 +33,49 @@ public final class LaneLock {
 
     /**
      * Tries the lane's lock on this session; once taken, also holds the shared lock of {@code lanes} and reads, with
-     * {@code otherLaneCountsSql} (one lane count a row), the lane counts other sessions hold. The caller ends the
-     * session (or unlocks all) when it does not keep the lane.
+     * {@code otherLaneCountsSql} (one lane count a row, no parameters), the lane counts other sessions hold. The
+     * caller ends the session (or unlocks all) when it does not keep the lane.
      */
     public static Result tryAcquire(Connection c, long laneKey, long laneCountKey, String otherLaneCountsSql,
             int lanes) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-            ps.setLong(1, laneKey);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                if (!rs.getBoolean(1)) {
-                    return new Result(Outcome.TAKEN, List.of());
-                }
-            }
+        return tryAcquire(c, oneBigint(laneKey), oneBigint(laneCountKey), lanes,
+                () -> Jdbc.queryInts(c, otherLaneCountsSql));
+    }
+
+    /**
+     * {@link #tryAcquire(Connection, long, long, String, int)} with the lane counts read by
+     * {@link LaneStatements#OTHER_LANE_COUNTS} under {@code laneCount}'s high half and kind ({@code high << 32 | kind
+     * << 16 | lanes}, one-bigint keys).
+     */
+    public static Result tryAcquire(Connection c, AdvisoryLocks.Key lane, AdvisoryLocks.Key laneCount, int lanes)
+            throws SQLException {
+        long key = laneCount.single();
+        return tryAcquire(c, lane, laneCount, lanes,
+                () -> Jdbc.queryInts(c, LaneStatements.OTHER_LANE_COUNTS, key >>> 32, (key >>> 16) & 0xFFFF));
+    }
+
+    private interface LaneCounts {
+        List<Integer> read() throws SQLException;
+    }
+
+    private static Result tryAcquire(Connection c, AdvisoryLocks.Key lane, AdvisoryLocks.Key laneCount, int lanes,
+            LaneCounts laneCounts) throws SQLException {
+        if (!lane.tryLock(c)) {
+            return new Result(Outcome.TAKEN, List.of());
         }
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
-            ps.setLong(1, laneCountKey);
-            ps.execute();
-        }
+        laneCount.lockShared(c);
         List<Integer> others = new ArrayList<>();
-        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(otherLaneCountsSql)) {
-            while (rs.next()) {
-                if (rs.getInt(1) != lanes) {
-                    others.add(rs.getInt(1));
-                }
+        for (int count : laneCounts.read()) {
+            if (count != lanes) {
+                others.add(count);
             }
         }
         return others.isEmpty() ? new Result(Outcome.OWNED, List.of())
                 : new Result(Outcome.LANE_COUNT_CONFLICT, List.copyOf(others));
+    }
+
+    /** A one-bigint advisory lock key, as the callers of the long form compute it. */
+    private static AdvisoryLocks.Key oneBigint(long key) {
+        return new AdvisoryLocks.Key(false, key, 0, 0);
     }
 }

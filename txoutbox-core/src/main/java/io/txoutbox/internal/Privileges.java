@@ -1,12 +1,17 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants.Component;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.PrivilegeStatements;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
@@ -46,24 +51,21 @@ public final class Privileges {
         }
 
         /** One boolean SQL expression per privilege (and column): whether the session's role holds it. */
-        List<String> checks() {
-            List<String> out = new ArrayList<>();
+        List<Check> checks() {
+            List<Check> out = new ArrayList<>();
             for (String p : privileges) {
-                String lit = "'" + p + "'";
                 switch (kind) {
                     // a schema is named, not parsed (the other objects are parsed like regclass): no quotes
-                    case SCHEMA -> out.add("has_schema_privilege(" + literal(object.replace("\"", "")) + ", " + lit
-                            + ")");
-                    case SEQUENCE -> out.add("has_sequence_privilege(" + literal(object) + ", " + lit + ")");
-                    case FUNCTION -> out.add("has_function_privilege(" + literal(object) + ", " + lit + ")");
-                    case DATABASE -> out.add("has_database_privilege(current_database(), " + lit + ")");
+                    case SCHEMA -> out.add(new Check(PrivilegeStatements.SCHEMA, object.replace("\"", ""), p));
+                    case SEQUENCE -> out.add(new Check(PrivilegeStatements.SEQUENCE, object, p));
+                    case FUNCTION -> out.add(new Check(PrivilegeStatements.FUNCTION, object, p));
+                    case DATABASE -> out.add(new Check(PrivilegeStatements.DATABASE, p));
                     case TABLE -> {
                         if (columns.isEmpty()) {
-                            out.add("has_table_privilege(" + literal(object) + ", " + lit + ")");
+                            out.add(new Check(PrivilegeStatements.TABLE, object, p));
                         } else {
                             for (String c : columns) {
-                                out.add("has_column_privilege(" + literal(object) + ", " + literal(c) + ", " + lit
-                                        + ")");
+                                out.add(new Check(PrivilegeStatements.COLUMN, object, c, p));
                             }
                         }
                     }
@@ -80,6 +82,10 @@ public final class Privileges {
         private static String quoteRole(String role) {
             return '"' + role.replace("\"", "\"\"") + '"';
         }
+    }
+
+    /** A {@code has_*_privilege} call with its arguments as bind parameters. */
+    record Check(String sql, String... binds) {
     }
 
     private Privileges() {
@@ -190,21 +196,20 @@ public final class Privileges {
     public static List<String> missing(Connection c, OutboxSchema schema, Component component) throws SQLException {
         List<Grant> grants = of(schema, component);
         List<String> exprs = new ArrayList<>();
+        List<Object> binds = new ArrayList<>();
         List<Integer> owner = new ArrayList<>();
         for (int i = 0; i < grants.size(); i++) {
-            for (String check : grants.get(i).checks()) {
-                exprs.add(check);
+            for (Check check : grants.get(i).checks()) {
+                exprs.add(check.sql());
+                binds.addAll(List.of(check.binds()));
                 owner.add(i);
             }
         }
-        String role;
+        String role = Jdbc.queryString(c, PrivilegeStatements.currentUser());
         boolean[] held = new boolean[exprs.size()];
-        try (Statement st = c.createStatement()) {
-            try (ResultSet rs = st.executeQuery("SELECT current_user")) {
-                rs.next();
-                role = rs.getString(1);
-            }
-            try (ResultSet rs = st.executeQuery("SELECT " + String.join(", ", exprs))) {
+        try (PreparedStatement ps = c.prepareStatement(PrivilegeStatements.holds(exprs))) {
+            Jdbc.bind(ps, binds.toArray());
+            try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 for (int i = 0; i < exprs.size(); i++) {
                     held[i] = rs.getBoolean(i + 1);
@@ -248,12 +253,7 @@ public final class Privileges {
 
     /** Whether {@code e} (or a cause) is PostgreSQL's "insufficient privilege" (SQLState 42501). */
     public static boolean isDenied(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof SQLException s && "42501".equals(s.getSQLState())) {
-                return true;
-            }
-        }
-        return false;
+        return PgErrors.anyInChain(e, PgErrors.INSUFFICIENT_PRIVILEGE);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
 import java.io.IOException;
@@ -13,6 +14,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import io.txoutbox.internal.inbox.InboxKeyBackfill;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.SchemaStatements;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -68,19 +73,15 @@ public final class SchemaMigrator {
             return r.done() ? null : InboxKeyBackfill.STEP + " is not finished (" + r.rows() + " rows in " + r.batches()
                     + " batches by this migrate, or it runs in another one); the next migrate resumes it";
         } catch (SQLException | RuntimeException e) {
-            rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             return InboxKeyBackfill.STEP + " did not finish (" + e + "); the next migrate resumes it";
         }
     }
 
-    /** Advisory lock namespace: "txob" in ASCII. */
-    private static final int LOCK_NAMESPACE = 0x74786F62;
-    /** Advisory lock namespace of the online steps (session lock): "txos". */
-    private static final int STEPS_LOCK_NAMESPACE = 0x74786F73;
-
     private static final Duration PARTITION_LOCK_TIMEOUT = Duration.ofSeconds(1);
 
     private final OutboxSchema schema;
+    private final SchemaStatements statements;
     private final Map<Integer, List<OnlineStep>> onlineSteps;
     /** The time of a partition conversion's bound and of the partitions created ahead. */
     private final Clock clock;
@@ -100,13 +101,13 @@ public final class SchemaMigrator {
 
     private SchemaMigrator(OutboxSchema schema, Clock clock, int backfillPagesPerBatch) {
         this.schema = schema;
+        this.statements = new SchemaStatements(schema);
         this.clock = clock;
         this.onlineSteps = backfillPagesPerBatch == InboxKeyBackfill.DEFAULT_PAGES_PER_BATCH
                 ? ONLINE_STEPS : onlineSteps(backfillPagesPerBatch);
     }
 
     public void migrate(Connection c) {
-        String history = Identifiers.quote(schema.schema()) + ".txoutbox_schema_history";
         boolean autoCommit = true;
         int isolation = Connection.TRANSACTION_READ_COMMITTED;
         try {
@@ -117,23 +118,14 @@ public final class SchemaMigrator {
                 isolation = ReadCommitted.pin(c);
             }
             c.setAutoCommit(false);
-            try (PreparedStatement lock = c.prepareStatement("SELECT pg_advisory_xact_lock(?, ?)")) {
-                lock.setInt(1, LOCK_NAMESPACE);
-                lock.setInt(2, schema.schema().hashCode());
-                lock.execute();
-            }
+            AdvisoryLocks.migration(schema.schema()).lockForTransaction(c);
             try (Statement st = c.createStatement()) {
-                st.execute("CREATE SCHEMA IF NOT EXISTS " + Identifiers.quote(schema.schema()));
-                st.execute("CREATE TABLE IF NOT EXISTS " + history + " ("
-                        + "outbox_table text NOT NULL, version integer NOT NULL, description text NOT NULL, "
-                        + "checksum bigint NOT NULL, shards integer NOT NULL, "
-                        + "installed_at timestamptz NOT NULL DEFAULT now(), "
-                        + "installed_by text NOT NULL DEFAULT current_user, PRIMARY KEY (outbox_table, version))");
+                st.execute(statements.createSchema());
+                st.execute(statements.createHistory());
             }
             Map<Integer, Long> applied = new HashMap<>();
             Integer appliedShards = null;
-            try (PreparedStatement ps = c.prepareStatement(
-                    "SELECT version, checksum, shards FROM " + history + " WHERE outbox_table = ?")) {
+            try (PreparedStatement ps = c.prepareStatement(statements.appliedVersions())) {
                 ps.setString(1, schema.outboxTable());
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -165,8 +157,7 @@ public final class SchemaMigrator {
                 try (Statement st = c.createStatement()) {
                     st.execute(render(template));
                 }
-                try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + history
-                        + " (outbox_table, version, description, checksum, shards) VALUES (?, ?, ?, ?, ?)")) {
+                try (PreparedStatement ps = c.prepareStatement(statements.recordVersion())) {
                     ps.setString(1, schema.outboxTable());
                     ps.setInt(2, version);
                     ps.setString(3, descriptionOf(name));
@@ -187,11 +178,11 @@ public final class SchemaMigrator {
                 partition(c);
             }
         } catch (SQLException e) {
-            rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             throw new OutboxException("migration of " + schema + " failed: " + e.getMessage()
-                    + " (SQLState " + e.getSQLState() + "); nothing was changed", e, SqlErrors.isRetriable(e));
+                    + " (SQLState " + e.getSQLState() + "); nothing was changed", e, PgErrors.isRetriable(e));
         } catch (RuntimeException e) {
-            rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             throw e;
         } finally {
             try {
@@ -211,16 +202,8 @@ public final class SchemaMigrator {
      * and returns). A step that cannot finish says why in one warning; the next migrate runs it again.
      */
     private void onlineSteps(Connection c) throws SQLException {
-        int key = (schema.schema() + "." + schema.outboxTable()).hashCode();
-        boolean locked;
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?, ?)")) {
-            ps.setInt(1, STEPS_LOCK_NAMESPACE);
-            ps.setInt(2, key);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                locked = rs.getBoolean(1);
-            }
-        }
+        AdvisoryLocks.Key key = AdvisoryLocks.migrationSteps(schema);
+        boolean locked = key.tryLock(c);
         c.commit();
         if (!locked) {
             log.info("txoutbox-migrate: the online steps of {} are running in another session; left to it", schema);
@@ -234,10 +217,10 @@ public final class SchemaMigrator {
                     try {
                         left = step.run(c, schema);
                     } catch (SQLException e) {
-                        rollbackQuietly(c);
+                        Jdbc.rollbackQuietly(c);
                         throw new OutboxException("the schema scripts of " + schema + " are applied, but the online"
                                 + " step of version " + version + " failed: " + e.getMessage() + " (SQLState "
-                                + e.getSQLState() + "); the next migrate runs it again", e, SqlErrors.isRetriable(e));
+                                + e.getSQLState() + "); the next migrate runs it again", e, PgErrors.isRetriable(e));
                     }
                     if (left != null) {
                         log.warn("txoutbox-migrate: version {} of {} is not complete: {}", version, schema, left);
@@ -245,11 +228,9 @@ public final class SchemaMigrator {
                 }
             }
         } finally {
-            rollbackQuietly(c);
-            try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
-                ps.setInt(1, STEPS_LOCK_NAMESPACE);
-                ps.setInt(2, key);
-                ps.execute();
+            Jdbc.rollbackQuietly(c);
+            try {
+                key.unlock(c);
                 c.commit();
             } catch (SQLException e) {
                 log.debug("txoutbox-migrate: unlock failed (the session ends anyway): {}", e.toString());
@@ -324,13 +305,5 @@ public final class SchemaMigrator {
         CRC32 crc = new CRC32();
         crc.update(text.replace("\r\n", "\n").getBytes(StandardCharsets.UTF_8));
         return crc.getValue();
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // nothing more to do: the original failure is reported
-        }
     }
 }

@@ -1,5 +1,8 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.LaneStatements;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -48,23 +51,18 @@ public final class SessionLease {
     public static int configure(Connection c, Settings settings) throws SQLException {
         int isolation = ReadCommitted.pin(c);
         long lease = settings.leaseTimeout().toMillis();
+        // one SELECT of set_config calls (what it returns is not needed)
+        Jdbc.queryString(c, LaneStatements.SESSION_SETTINGS, Long.toString(settings.statementTimeout().toMillis()),
+                Long.toString(settings.lockTimeout().toMillis()),
+                Long.toString(settings.idleInTransactionTimeout().toMillis()), Long.toString(lease),
+                Long.toString(Math.max(1, lease / 3000)), Long.toString(lease), settings.applicationName());
         try (Statement st = c.createStatement()) {
-            st.execute("SET statement_timeout = " + settings.statementTimeout().toMillis());
-            st.execute("SET lock_timeout = " + settings.lockTimeout().toMillis());
-            st.execute("SET idle_in_transaction_session_timeout = " + settings.idleInTransactionTimeout().toMillis());
             if (serverVersionNum(st) >= 170_000) {
                 // PostgreSQL 17+: a bound on the whole transaction, also one busy with several statements that each
                 // stay under statement_timeout (earlier versions bound only each statement and each idle gap)
-                st.execute("SET transaction_timeout = " + settings.transactionTimeout().toMillis());
+                Jdbc.queryString(c, LaneStatements.TRANSACTION_TIMEOUT,
+                        Long.toString(settings.transactionTimeout().toMillis()));
             }
-            st.execute("SET idle_session_timeout = " + lease);
-            st.execute("SET tcp_keepalives_idle = " + Math.max(1, lease / 3000));
-            st.execute("SET tcp_keepalives_interval = 1");
-            st.execute("SET tcp_keepalives_count = 3");
-            st.execute("SET tcp_user_timeout = " + lease);
-            st.execute("SET client_connection_check_interval = 1000");
-            st.execute("SET plan_cache_mode = force_custom_plan");
-            st.execute("SET application_name = '" + settings.applicationName().replace("'", "") + "'");
         }
         // the client side of the lease: a frozen network must not hang a statement for longer
         c.setNetworkTimeout(DIRECT, (int) Math.min(Integer.MAX_VALUE,
@@ -73,7 +71,7 @@ public final class SessionLease {
     }
 
     public static int serverVersionNum(Statement st) throws SQLException {
-        try (ResultSet rs = st.executeQuery("SHOW server_version_num")) {
+        try (ResultSet rs = st.executeQuery(LaneStatements.SERVER_VERSION_NUM)) {
             rs.next();
             return Integer.parseInt(rs.getString(1));
         }
@@ -86,8 +84,8 @@ public final class SessionLease {
             c.setAutoCommit(true);
         }
         try (Statement st = c.createStatement()) {
-            st.execute("SELECT pg_advisory_unlock_all()");
-            st.execute("RESET ALL");
+            st.execute(LaneStatements.UNLOCK_ALL);
+            st.execute(LaneStatements.RESET_ALL);
         }
         ReadCommitted.restore(c, isolation);
         c.setNetworkTimeout(DIRECT, 0);

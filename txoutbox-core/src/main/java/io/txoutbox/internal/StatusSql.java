@@ -1,9 +1,12 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.StatusStatements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -18,37 +21,22 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * The queries behind {@link OutboxStatus.Backlog} (two statements in one read-only transaction) and
- * {@link OutboxStatus.ShardStatus} (one). Pending rows are found through the pending partial index, parked and dead
- * rows through the "failed" partial index (schema V3). Both are still sampled every few seconds, never per batch: a
- * large backlog is a large index range.
+ * The reads behind {@link OutboxStatus.Backlog} (two statements in one read-only transaction) and
+ * {@link OutboxStatus.ShardStatus} (one); the statements are {@link StatusStatements}. Pending rows are found through
+ * the pending partial index, parked and dead rows through the "failed" partial index (schema V3). Both are still
+ * sampled every few seconds, never per batch: a large backlog is a large index range.
  */
 public final class StatusSql {
 
     /** Bound on each status statement, set for the status transaction only. */
     static final long STATEMENT_TIMEOUT_MILLIS = 10_000;
 
-    private final String pendingByTopic;
-    private final String failedCounts;
-    private final String pendingByShard;
+    private final StatusStatements statements;
     private final OutboxSchema schema;
 
     public StatusSql(OutboxSchema schema) {
-        String t = schema.qualifiedOutboxTable();
         this.schema = schema;
-        this.pendingByTopic = "SELECT topic, count(*),"
-                + " greatest(0, (extract(epoch FROM now() - min(created_at)) * 1000000)::bigint)"
-                + " FROM " + t + " WHERE state = 'PENDING' GROUP BY topic ORDER BY topic";
-        this.failedCounts = "SELECT now(), count(*) FILTER (WHERE state = 'PARKED'),"
-                + " count(*) FILTER (WHERE state = 'DEAD') FROM " + t + " WHERE state IN ('PARKED', 'DEAD')";
-        // Count and head (lowest id) per shard from the pending index alone (id and shard are in it), then one index
-        // lookup per shard for the head's created_at: no heap read per pending row, unlike min(created_at).
-        this.pendingByShard = "SELECT s.shard, s.pending,"
-                + " greatest(0, (extract(epoch FROM now() - h.created_at) * 1000000)::bigint)"
-                + " FROM (SELECT shard, count(*) AS pending, min(id) AS head FROM " + t
-                + " WHERE state = 'PENDING' GROUP BY shard) s"
-                + " LEFT JOIN LATERAL (SELECT created_at FROM " + t + " h WHERE h.state = 'PENDING' AND h.id = s.head"
-                + " LIMIT 1) h ON true ORDER BY s.shard";
+        this.statements = new StatusStatements(schema);
     }
 
     public OutboxStatus.Backlog backlog(DataSource dataSource) {
@@ -67,8 +55,7 @@ public final class StatusSql {
     private List<OutboxStatus.PartitionStatus> partitions(Connection c) throws SQLException {
         PartitionedOutbox table = new PartitionedOutbox(schema);
         Map<String, Long> estimates = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT p.relname, greatest(p.reltuples, 0)::bigint"
-                + " FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = ?::regclass")) {
+        try (PreparedStatement ps = c.prepareStatement(StatusStatements.partitionEstimates())) {
             ps.setString(1, schema.qualifiedOutboxTable());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -111,7 +98,7 @@ public final class StatusSql {
             }
         } catch (SQLException e) {
             throw new OutboxException("reading " + what + " of " + schema + " failed: " + e.getMessage()
-                    + " (SQLState " + e.getSQLState() + ")", e, SqlErrors.isRetriable(e));
+                    + " (SQLState " + e.getSQLState() + ")", e, PgErrors.isRetriable(e));
         }
     }
 
@@ -121,7 +108,7 @@ public final class StatusSql {
      * sampler) on a table that is locked or huge.
      */
     public static void boundStatusReads(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT set_config('statement_timeout', ?, true)")) {
+        try (PreparedStatement ps = c.prepareStatement(StatusStatements.statementTimeoutForTransaction())) {
             ps.setString(1, Long.toString(STATEMENT_TIMEOUT_MILLIS));
             ps.execute();
         }
@@ -129,13 +116,13 @@ public final class StatusSql {
 
     private OutboxStatus.Backlog backlog(Connection c) throws SQLException {
         List<OutboxStatus.TopicStatus> topics = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(pendingByTopic); ResultSet rs = ps.executeQuery()) {
+        try (PreparedStatement ps = c.prepareStatement(statements.pendingByTopic()); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 topics.add(new OutboxStatus.TopicStatus(rs.getString(1), rs.getLong(2),
                         Duration.ofNanos(rs.getLong(3) * 1_000)));
             }
         }
-        try (PreparedStatement ps = c.prepareStatement(failedCounts); ResultSet rs = ps.executeQuery()) {
+        try (PreparedStatement ps = c.prepareStatement(statements.failedCounts()); ResultSet rs = ps.executeQuery()) {
             rs.next();
             return new OutboxStatus.Backlog(rs.getTimestamp(1).toInstant(), topics, rs.getLong(2), rs.getLong(3));
         }
@@ -143,7 +130,7 @@ public final class StatusSql {
 
     private List<OutboxStatus.ShardStatus> shards(Connection c) throws SQLException {
         List<OutboxStatus.ShardStatus> shards = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(pendingByShard); ResultSet rs = ps.executeQuery()) {
+        try (PreparedStatement ps = c.prepareStatement(statements.pendingByShard()); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 shards.add(new OutboxStatus.ShardStatus(rs.getInt(1), rs.getLong(2),
                         Duration.ofNanos(rs.getLong(3) * 1_000)));

@@ -1,6 +1,10 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.pg.CheckStatements;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -38,6 +42,7 @@ public final class ValidateChecks implements OnlineStep {
     @Override
     public String run(Connection c, OutboxSchema schema) throws SQLException {
         String table = schema.qualifiedOutboxTable();
+        CheckStatements statements = new CheckStatements(table);
         List<String> notValid = notValid(c, table);
         c.commit();
         Map<String, Long> violated = new LinkedHashMap<>();
@@ -48,16 +53,16 @@ public final class ValidateChecks implements OnlineStep {
                 continue;
             }
             try (Statement st = c.createStatement()) {
-                st.execute("SET LOCAL lock_timeout = '" + LOCK_TIMEOUT.toMillis() + "ms'");
-                st.execute("SET LOCAL statement_timeout = 0"); // the scan takes as long as the table needs
-                st.execute("ALTER TABLE " + table + " VALIDATE CONSTRAINT " + Identifiers.quote(name));
+                Jdbc.queryString(c, CheckStatements.SET_LOCAL_LOCK_TIMEOUT, LOCK_TIMEOUT.toMillis() + "ms");
+                st.execute(CheckStatements.NO_STATEMENT_TIMEOUT); // the scan takes as long as the table needs
+                st.execute(statements.validate(Identifiers.quote(name)));
                 c.commit();
             } catch (SQLException e) {
-                rollbackQuietly(c);
-                if ("23514".equals(e.getSQLState())) {
+                Jdbc.rollbackQuietly(c);
+                if (PgErrors.is(e, PgErrors.CHECK_VIOLATION)) {
                     violated.put(name, violations(c, table, name));
                     c.commit();
-                } else if ("55P03".equals(e.getSQLState())) {
+                } else if (PgErrors.is(e, PgErrors.LOCK_NOT_AVAILABLE)) {
                     busy.add(name);
                 } else {
                     throw e;
@@ -76,7 +81,8 @@ public final class ValidateChecks implements OnlineStep {
                             + " and the next migrate validates them.");
         }
         if (!busy.isEmpty()) {
-            b.append(b.isEmpty() ? "" : " ").append("constraints ").append(busy).append(" stay NOT VALID for now: their validation waited ").append(LOCK_TIMEOUT.toSeconds())
+            b.append(b.isEmpty() ? "" : " ").append("constraints ").append(busy)
+                    .append(" stay NOT VALID for now: their validation waited ").append(LOCK_TIMEOUT.toSeconds())
                     .append(" s for its lock (SHARE UPDATE EXCLUSIVE, taken by VACUUM and DDL too); the next"
                             + " migrate validates them.");
         }
@@ -104,8 +110,7 @@ public final class ValidateChecks implements OnlineStep {
 
     private static List<String> notValid(Connection c, String table, List<String> names) throws SQLException {
         List<String> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT conname FROM pg_constraint WHERE conrelid ="
-                + " ?::regclass AND contype = 'c' AND NOT convalidated AND conname = ANY(?) ORDER BY conname")) {
+        try (PreparedStatement ps = c.prepareStatement(CheckStatements.NOT_VALID_AMONG)) {
             ps.setString(1, table);
             ps.setArray(2, c.createArrayOf("text", names.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
@@ -120,8 +125,7 @@ public final class ValidateChecks implements OnlineStep {
     /** Rows the constraint refuses: its own expression, read from the catalog, evaluates to false. */
     private static long violations(Connection c, String table, String name) throws SQLException {
         String expression;
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_get_expr(conbin, conrelid) FROM pg_constraint"
-                + " WHERE conrelid = ?::regclass AND conname = ?")) {
+        try (PreparedStatement ps = c.prepareStatement(CheckStatements.EXPRESSION)) {
             ps.setString(1, table);
             ps.setString(2, name);
             try (ResultSet rs = ps.executeQuery()) {
@@ -132,18 +136,9 @@ public final class ValidateChecks implements OnlineStep {
             }
         }
         try (Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT count(*) FROM " + table + " WHERE (" + expression
-                        + ") IS FALSE")) {
+                ResultSet rs = st.executeQuery(new CheckStatements(table).countViolations(expression))) {
             rs.next();
             return rs.getLong(1);
-        }
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // the original failure is reported
         }
     }
 }

@@ -14,6 +14,7 @@ import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -162,15 +163,35 @@ class ReadCommittedIT {
                     if (method.getName().equals("createStatement") && result instanceof Statement st) {
                         return wrap(c, st, action);
                     }
+                    if (method.getName().equals("prepareStatement") && result instanceof PreparedStatement ps
+                            && isFloorLockRead(args[0])) {
+                        return wrap(c, ps, action);
+                    }
                     return result;
+                });
+    }
+
+    private static boolean isFloorLockRead(Object sql) {
+        return sql instanceof String s && s.contains("pg_locks") && s.contains("RowExclusiveLock");
+    }
+
+    private static PreparedStatement wrap(Connection c, PreparedStatement ps, SqlAction action) {
+        return (PreparedStatement) Proxy.newProxyInstance(ReadCommittedIT.class.getClassLoader(),
+                new Class<?>[] {PreparedStatement.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("executeQuery") && args == null) {
+                        try (Statement first = c.createStatement()) {
+                            first.execute("SELECT 1");
+                        }
+                        action.run();
+                    }
+                    return invoke(ps, method, args);
                 });
     }
 
     private static Statement wrap(Connection c, Statement st, SqlAction action) {
         return (Statement) Proxy.newProxyInstance(ReadCommittedIT.class.getClassLoader(),
                 new Class<?>[] {Statement.class}, (proxy, method, args) -> {
-                    if (method.getName().equals("executeQuery") && args != null && args[0] instanceof String sql
-                            && sql.contains("pg_locks") && sql.contains("RowExclusiveLock")) {
+                    if (method.getName().equals("executeQuery") && args != null && isFloorLockRead(args[0])) {
                         try (Statement first = c.createStatement()) {
                             first.execute("SELECT 1");
                         }

@@ -9,7 +9,9 @@ import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.JsonHeaders;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.pg.InboxStatements;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -23,10 +25,10 @@ import java.util.UUID;
 /** {@link Inbox} on PostgreSQL: statements on the caller's connection only. */
 public final class DefaultInbox implements Inbox {
 
-    private final InboxSql sql;
+    private final InboxStatements statements;
 
     public DefaultInbox(OutboxSchema schema) {
-        this.sql = new InboxSql(schema.schema());
+        this.statements = new InboxStatements(schema.schema());
     }
 
     @Override
@@ -36,29 +38,18 @@ public final class DefaultInbox implements Inbox {
         InboxWorkerConfig.requireConsumer("inbox.consumer", consumer);
         requireTransaction(c, "once", eventId);
         try {
-            try (PreparedStatement ps = c.prepareStatement(sql.insertProcessed)) {
-                ps.setString(1, consumer);
-                ps.setObject(2, eventId);
-                if (ps.executeUpdate() == 0) {
-                    return Outcome.DUPLICATE;
-                }
+            if (Jdbc.update(c, statements.insertProcessed(), consumer, eventId) == 0) {
+                return Outcome.DUPLICATE;
             }
-            if (version != null) {
-                try (PreparedStatement ps = c.prepareStatement(sql.applyVersion)) {
-                    ps.setString(1, consumer);
-                    ps.setString(2, version.aggregateType());
-                    ps.setString(3, version.aggregateId());
-                    ps.setLong(4, version.version());
-                    if (ps.executeUpdate() == 0) {
-                        return Outcome.STALE_VERSION;
-                    }
-                }
+            if (version != null && Jdbc.update(c, statements.applyVersion(), consumer, version.aggregateType(),
+                    version.aggregateId(), version.version()) == 0) {
+                return Outcome.STALE_VERSION;
             }
         } catch (SQLException e) {
             throw new OutboxException("inbox: recording event " + eventId + " for consumer " + consumer
                     + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + "); roll back the transaction"
                     + " (is the schema migrated?)" + Privileges.hint(e, OutboxGrants.Component.DEDUPE), e,
-                    SqlErrors.isRetriable(e));
+                    PgErrors.isRetriable(e));
         }
         try {
             work.apply(c);
@@ -66,7 +57,7 @@ public final class DefaultInbox implements Inbox {
             throw e;
         } catch (SQLException e) {
             throw new OutboxException("inbox: work for event " + eventId + " of consumer " + consumer + " failed: "
-                    + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e, SqlErrors.isRetriable(e));
+                    + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e, PgErrors.isRetriable(e));
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
@@ -157,7 +148,7 @@ public final class DefaultInbox implements Inbox {
         requireTransaction(c, "storeDead", m.eventId());
         try {
             Savepoint sp = c.setSavepoint();
-            try (PreparedStatement ps = c.prepareStatement(sql.insertDead)) {
+            try (PreparedStatement ps = c.prepareStatement(statements.insertDead())) {
                 int i = bind(ps, 1, consumer, m);
                 ps.setString(i, truncate(reason));
                 int n = ps.executeUpdate();
@@ -168,7 +159,7 @@ public final class DefaultInbox implements Inbox {
                 if (!isRowError(e)) {
                     throw e;
                 }
-                try (PreparedStatement ps = c.prepareStatement(sql.insertDeadBare)) {
+                try (PreparedStatement ps = c.prepareStatement(statements.insertDeadBare())) {
                     ps.setString(1, consumer);
                     ps.setObject(2, m.eventId());
                     ps.setString(3, m.sourceTopic());
@@ -184,7 +175,7 @@ public final class DefaultInbox implements Inbox {
         } catch (SQLException e) {
             throw new OutboxException("inbox: storing event " + m.eventId() + " of consumer " + consumer + " as DEAD "
                     + "failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + "); roll back the transaction",
-                    e, SqlErrors.isRetriable(e));
+                    e, PgErrors.isRetriable(e));
         }
     }
 
@@ -209,7 +200,7 @@ public final class DefaultInbox implements Inbox {
         for (int from = 0; from < messages.size(); from += Outbox.MAX_ROWS_PER_STATEMENT) {
             List<InboxMessage> chunk = messages.subList(from,
                     Math.min(messages.size(), from + Outbox.MAX_ROWS_PER_STATEMENT));
-            try (PreparedStatement ps = c.prepareStatement(sql.insertInbox(chunk.size()))) {
+            try (PreparedStatement ps = c.prepareStatement(statements.insertInbox(chunk.size()))) {
                 int i = 1;
                 for (InboxMessage m : chunk) {
                     i = bind(ps, i, consumer, m);
@@ -221,8 +212,8 @@ public final class DefaultInbox implements Inbox {
     }
 
     /**
-     * Binds one row's {@value InboxSql#INSERT_COLUMNS} values from {@code i} on; returns the next index. Keys and
-     * header values are bytes: the text columns get their text forms ({@link InboxBytes}), the byte columns the
+     * Binds one row's {@value InboxStatements#INSERT_COLUMNS} values from {@code i} on; returns the next index. Keys
+     * and header values are bytes: the text columns get their text forms ({@link InboxBytes}), the byte columns the
      * bytes exactly.
      */
     private static int bind(PreparedStatement ps, int i, String consumer, InboxMessage m) throws SQLException {
@@ -248,7 +239,7 @@ public final class DefaultInbox implements Inbox {
         return new OutboxException("inbox: storing " + messages.size() + " messages for consumer " + consumer
                 + " (first event " + messages.get(0).eventId() + ") failed: " + e.getMessage() + " (SQLState "
                 + e.getSQLState() + "); roll back the transaction"
-                + Privileges.hint(e, OutboxGrants.Component.INBOX_RECEIVER), e, SqlErrors.isRetriable(e));
+                + Privileges.hint(e, OutboxGrants.Component.INBOX_RECEIVER), e, PgErrors.isRetriable(e));
     }
 
     private static String truncate(String s) {

@@ -6,7 +6,9 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.InboxStatements;
+import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -43,10 +45,11 @@ public final class DefaultInboxWorker implements InboxWorker {
         this.config = config;
         this.dataSource = dataSource;
         this.listener = new GuardedInboxListener(listener, config.name());
-        InboxSql sql = new InboxSql(config.schema().schema());
+        InboxStatements statements = new InboxStatements(config.schema().schema());
         this.watchdog = new HandlerWatchdog(config.name());
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new WorkerLane(config, i, dataSource, sql, counters, this.listener, this::denied, watchdog));
+            lanes.add(new WorkerLane(config, i, dataSource, statements, counters, this.listener, this::denied,
+                    watchdog));
         }
     }
 
@@ -90,7 +93,8 @@ public final class DefaultInboxWorker implements InboxWorker {
             log.debug("txoutbox-inbox {}: could not list the missing privileges: {}", config.name(), e.toString());
         }
         String message = missing.isEmpty()
-                ? "inbox worker '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState 42501)"
+                ? "inbox worker '" + config.name() + "' stopped: " + cause.getMessage() + " (SQLState "
+                        + PgErrors.INSUFFICIENT_PRIVILEGE + ")"
                 : Privileges.message("inbox worker '" + config.name() + "' stopped", config.schema(),
                         OutboxGrants.Component.INBOX_WORKER, missing);
         stopAll(message, cause);

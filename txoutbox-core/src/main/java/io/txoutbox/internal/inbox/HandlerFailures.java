@@ -1,7 +1,7 @@
 package io.txoutbox.internal.inbox;
 
 import io.txoutbox.OutboxException;
-import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.SQLException;
 
 /**
@@ -15,14 +15,14 @@ public final class HandlerFailures {
 
     /**
      * Permanent: an {@link OutboxException} that is not retriable, or an {@link SQLException} that
-     * {@link SqlErrors} classifies as non-retriable (SQLState classes 22, 23, 42, …), anywhere in the cause chain
+     * {@link PgErrors} classifies as non-retriable (SQLState classes 22, 23, 42, …), anywhere in the cause chain
      * before a retriable one.
      */
     public static boolean isPermanent(Throwable t) {
         int depth = 0;
         for (Throwable c = t; c != null && depth++ < 20; c = c.getCause()) {
             if (c instanceof SQLException se) {
-                return !SqlErrors.isRetriable(se);
+                return !PgErrors.isRetriable(se);
             }
             if (c instanceof OutboxException oe && !(oe.getCause() instanceof SQLException)
                     && !(oe.getCause() instanceof OutboxException)) {

@@ -1,9 +1,10 @@
 package io.txoutbox.internal.inbox;
 
-import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.InboxKeyBackfillStatements;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import org.slf4j.Logger;
@@ -33,16 +34,16 @@ public final class InboxKeyBackfill {
     /** 1,000 pages of 8 kB: about 8 MB of heap per transaction. */
     public static final int DEFAULT_PAGES_PER_BATCH = 1_000;
     private static final int ATTEMPTS_PER_BATCH = 3;
-    /** Advisory lock namespace of the online steps: "txbf" in ASCII. */
-    private static final int LOCK_NAMESPACE = 0x74786266;
+    /** Serialization failure: like a lock wait, a batch that meets it is tried again. */
+    private static final String SERIALIZATION_FAILURE = "40001";
 
     /** What a run did: rows filled, batches committed, and whether the step is now recorded as done. */
     public record Result(long rows, int batches, boolean done) {
     }
 
     private final String schema;
-    private final String inbox;
-    private final String marker;
+    private final InboxKeyBackfillStatements statements;
+    private final AdvisoryLocks.Key lock;
     private final int pagesPerBatch;
 
     public InboxKeyBackfill(String schema, int pagesPerBatch) {
@@ -50,9 +51,8 @@ public final class InboxKeyBackfill {
             throw new IllegalArgumentException("pagesPerBatch must be >= 1, was " + pagesPerBatch);
         }
         this.schema = schema;
-        String s = Identifiers.quote(schema);
-        this.inbox = s + ".inbox_event";
-        this.marker = s + ".txoutbox_backfill";
+        this.statements = new InboxKeyBackfillStatements(schema);
+        this.lock = AdvisoryLocks.inboxBackfill(schema);
         this.pagesPerBatch = pagesPerBatch;
     }
 
@@ -63,7 +63,7 @@ public final class InboxKeyBackfill {
             c.commit();
             return new Result(0, 0, true);
         }
-        if (!tryLock(c)) {
+        if (!lock.tryLock(c)) {
             c.commit();
             log.info("txoutbox-migrate: {} of schema {} is running elsewhere; this migration leaves it to that one",
                     STEP, schema);
@@ -85,13 +85,7 @@ public final class InboxKeyBackfill {
                 batches++;
             }
             if (complete) {
-                try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + marker
-                        + " (step, rows_done, batches) VALUES (?, ?, ?) ON CONFLICT (step) DO NOTHING")) {
-                    ps.setString(1, STEP);
-                    ps.setLong(2, rows);
-                    ps.setInt(3, batches);
-                    ps.executeUpdate();
-                }
+                Jdbc.update(c, statements.recordDone(), STEP, rows, batches);
                 c.commit();
                 log.info("txoutbox-migrate: {} of schema {} done: {} rows in {} batches", STEP, schema, rows,
                         batches);
@@ -107,52 +101,31 @@ public final class InboxKeyBackfill {
     }
 
     private boolean isDone(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM " + marker + " WHERE step = ?")) {
-            ps.setString(1, STEP);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next();
-            }
-        }
+        return Jdbc.queryLong(c, statements.isDone(), STEP).isPresent();
     }
 
     private long pages(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_relation_size(?::regclass)"
-                + " / current_setting('block_size')::bigint")) {
-            ps.setString(1, inbox);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                long pages = rs.getLong(1);
-                c.commit();
-                return pages;
-            }
-        }
+        long pages = Jdbc.queryLong(c, statements.pages(), statements.inbox()).orElse(0);
+        c.commit();
+        return pages;
     }
 
     /** One batch of pages [from, to) in its own transaction; the rows filled, or null when it gave up for now. */
     private Integer batch(Connection c, long from, long to) throws SQLException {
-        String update = "UPDATE " + inbox + " SET key_bytes = convert_to(partition_key, 'UTF8')"
-                + " WHERE ctid >= ?::text::tid AND ctid < ?::text::tid"
-                + " AND key_bytes IS NULL AND partition_key IS NOT NULL";
         for (int attempt = 1; ; attempt++) {
             try {
                 try (Statement st = c.createStatement()) {
                     // a worker or receiver holds its rows only for a short transaction; never queue behind a long one
-                    st.execute("SET LOCAL lock_timeout = '2s'");
-                    st.execute("SET LOCAL statement_timeout = '60s'");
+                    st.execute(statements.batchLockTimeout());
+                    st.execute(statements.batchStatementTimeout());
                 }
-                int n;
-                try (PreparedStatement ps = c.prepareStatement(update)) {
-                    ps.setString(1, "(" + from + ",0)");
-                    ps.setString(2, "(" + to + ",0)");
-                    n = ps.executeUpdate();
-                }
+                int n = Jdbc.update(c, statements.fillPages(), "(" + from + ",0)", "(" + to + ",0)");
                 c.commit();
                 return n;
             } catch (SQLException e) {
                 c.rollback();
-                String state = e.getSQLState();
-                boolean contended = "55P03".equals(state) || "40P01".equals(state) || "40001".equals(state)
-                        || "57014".equals(state);
+                boolean contended = PgErrors.isLockBusy(e) || PgErrors.is(e, SERIALIZATION_FAILURE)
+                        || PgErrors.is(e, PgErrors.QUERY_CANCELED);
                 if (!contended) {
                     throw e;
                 }
@@ -165,22 +138,9 @@ public final class InboxKeyBackfill {
         }
     }
 
-    private boolean tryLock(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?, ?)")) {
-            ps.setInt(1, LOCK_NAMESPACE);
-            ps.setInt(2, (schema + ".inbox_event.key_bytes").hashCode());
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getBoolean(1);
-            }
-        }
-    }
-
     private void unlock(Connection c) {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?, ?)")) {
-            ps.setInt(1, LOCK_NAMESPACE);
-            ps.setInt(2, (schema + ".inbox_event.key_bytes").hashCode());
-            ps.execute();
+        try {
+            lock.unlock(c);
             c.commit();
         } catch (SQLException e) {
             // the lock is the session's: closing the connection releases it

@@ -10,6 +10,9 @@ import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.SessionLease;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.InboxStatements;
+import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Array;
 import java.sql.Connection;
@@ -50,7 +53,7 @@ final class WorkerLane implements Runnable {
     private final String laneId;
     private final Integer[] shards;
     private final DataSource dataSource;
-    private final InboxSql sql;
+    private final InboxStatements statements;
     private final int consumerHash;
     private final InboxCounters counters;
     private final InboxListener listener;
@@ -78,7 +81,8 @@ final class WorkerLane implements Runnable {
     private String standbyReason;
     private final BackendCheck backendCheck = new BackendCheck("inbox worker");
 
-    WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxSql sql, InboxCounters counters,
+    WorkerLane(InboxWorkerConfig config, int index, DataSource dataSource, InboxStatements statements,
+            InboxCounters counters,
             InboxListener listener, java.util.function.Consumer<Throwable> denied, HandlerWatchdog watchdog) {
         this.config = config;
         this.watchdog = watchdog;
@@ -88,8 +92,8 @@ final class WorkerLane implements Runnable {
         this.index = index;
         this.laneId = config.name() + "-" + index;
         this.dataSource = dataSource;
-        this.sql = sql;
-        this.consumerHash = sql.consumerHash(config.consumer());
+        this.statements = statements;
+        this.consumerHash = AdvisoryLocks.inboxConsumerHash(statements.schemaName(), config.consumer());
         this.counters = counters;
         this.listener = listener;
         List<Integer> mine = new ArrayList<>();
@@ -181,10 +185,8 @@ final class WorkerLane implements Runnable {
             // transaction, so they run at it too
             isolation = SessionLease.configure(connection, InboxSession.settings(config, laneId));
         }
-        LaneLock.Result lock = LaneLock.tryAcquire(connection,
-                InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index),
-                InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE_COUNT, config.lanes()),
-                InboxSql.otherLaneCounts(consumerHash), config.lanes());
+        LaneLock.Result lock = LaneLock.tryAcquire(connection, AdvisoryLocks.inboxLane(consumerHash, index),
+                AdvisoryLocks.inboxLaneCount(consumerHash, config.lanes()), config.lanes());
         if (lock.outcome() == LaneLock.Outcome.TAKEN) {
             standby("another worker of consumer " + config.consumer() + " owns this lane");
             releaseConnection();
@@ -197,7 +199,7 @@ final class WorkerLane implements Runnable {
             releaseConnection();
             return false;
         }
-        backendCheck.acquired(connection, InboxSql.lockKey(consumerHash, InboxSql.LOCK_KIND_LANE, index));
+        backendCheck.acquired(connection, AdvisoryLocks.inboxLane(consumerHash, index).single());
         owner = true;
         standbyReason = null;
         counters.lanesOwned.incrementAndGet();
@@ -289,7 +291,7 @@ final class WorkerLane implements Runnable {
             }
             long handledAt = System.nanoTime();
             if (!processed.isEmpty()) {
-                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.markProcessed))) {
+                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.markProcessed()))) {
                     ps.setString(1, config.consumer());
                     ps.setArray(2, c.createArrayOf("bigint", processed.toArray(new Long[0])));
                     int marked = ps.executeUpdate();
@@ -315,7 +317,7 @@ final class WorkerLane implements Runnable {
                     parked += state.equals("PARKED") ? 1 : 0;
                     dead += state.equals("DEAD") ? 1 : 0;
                 }
-                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.recordFailures))) {
+                try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.recordFailures()))) {
                     ps.setArray(1, c.createArrayOf("bigint", ids.toArray(new Long[0])));
                     ps.setArray(2, c.createArrayOf("text", errors.toArray(new String[0])));
                     ps.setArray(3, c.createArrayOf("bigint", delays.toArray(new Long[0])));
@@ -352,7 +354,7 @@ final class WorkerLane implements Runnable {
             }
             return true;
         } catch (SQLException | RuntimeException e) {
-            rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             throw e;
         }
     }
@@ -420,7 +422,7 @@ final class WorkerLane implements Runnable {
         List<Long> delays = new ArrayList<>(1);
         String state = plan(f, delays);
         int updated;
-        try (PreparedStatement ps = c.prepareStatement(sql.recordFailures)) {
+        try (PreparedStatement ps = c.prepareStatement(statements.recordFailures())) {
             ps.setArray(1, c.createArrayOf("bigint", new Long[] {f.event().id()}));
             ps.setArray(2, c.createArrayOf("text", new String[] {HandlerFailures.describe(f.cause(),
                     MAX_ERROR_LENGTH)}));
@@ -483,7 +485,7 @@ final class WorkerLane implements Runnable {
             }
             if (owner && connection != null && System.nanoTime() - lastTalkNanos >= heartbeatNanos) {
                 try (Statement st = connection.createStatement()) {
-                    st.execute("SELECT 1");
+                    st.execute(statements.heartbeat());
                     connection.commit();
                     lastTalkNanos = System.nanoTime();
                 } catch (SQLException e) {
@@ -498,7 +500,7 @@ final class WorkerLane implements Runnable {
 
     private Map<String, Long> waitingKeys(Connection c) throws SQLException {
         Map<String, Long> keys = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(sql.waitingKeys)) {
+        try (PreparedStatement ps = c.prepareStatement(statements.waitingKeys())) {
             ps.setString(1, config.consumer());
             ps.setArray(2, c.createArrayOf("integer", shards));
             try (ResultSet rs = ps.executeQuery()) {
@@ -520,7 +522,7 @@ final class WorkerLane implements Runnable {
         }
         List<InboxEvent> batch = new ArrayList<>(config.batchSize());
         long[] ageMicros = new long[config.batchSize()];
-        try (PreparedStatement ps = c.prepareStatement(sql.claim)) {
+        try (PreparedStatement ps = c.prepareStatement(statements.claim())) {
             ps.setString(1, config.consumer());
             ps.setArray(2, c.createArrayOf("integer", shards));
             ps.setArray(3, c.createArrayOf("text", keys));
@@ -597,14 +599,6 @@ final class WorkerLane implements Runnable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             stopping = true;
-        }
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // the connection is broken; the loop reconnects
         }
     }
 }

@@ -4,21 +4,18 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
-import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PartitionStatements;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,13 +38,11 @@ import org.slf4j.LoggerFactory;
 public final class PartitionedOutbox {
 
     private static final Logger log = LoggerFactory.getLogger(PartitionedOutbox.class);
-    private static final Pattern RANGE = Pattern.compile("FOR VALUES FROM \\((.+)\\) TO \\((.+)\\)");
-    private static final String FINAL_STATES = "('PARKED', 'DEAD', 'DISCARDED')";
-
     private final OutboxSchema schema;
     private final OutboxPartitioning partitioning;
     private final String parent;
     private final String table;
+    private final PartitionStatements statements;
 
     public PartitionedOutbox(OutboxSchema schema) {
         if (schema.partitioning() == null) {
@@ -57,25 +52,30 @@ public final class PartitionedOutbox {
         this.partitioning = schema.partitioning();
         this.parent = schema.qualifiedOutboxTable();
         this.table = schema.outboxTable();
+        this.statements = new PartitionStatements(schema);
     }
 
     /** One partition: its range of event ids ({@code null}: MINVALUE / MAXVALUE), or the default partition. */
     public record Partition(String name, UUID from, UUID to, boolean isDefault) {
 
         boolean overlaps(UUID start, UUID end) {
-            return !isDefault && (from == null || compare(from, end) < 0) && (to == null || compare(start, to) < 0);
+            return !isDefault && PartitionBounds.overlaps(from, to, start, end);
+        }
+
+        /** Whether its whole range ended at or before {@code cutoff}. */
+        boolean endedBy(Instant cutoff) {
+            return !isDefault && PartitionBounds.endedBy(to, cutoff);
         }
     }
 
     /** The lowest event id of a UUIDv7 made at {@code t}: the bound of the partition that starts at {@code t}. */
     public static UUID bound(Instant t) {
-        return new UUID(t.toEpochMilli() << 16, 0L);
+        return PartitionBounds.bound(t);
     }
 
     /** Compares as PostgreSQL does: unsigned, byte by byte. */
     public static int compare(UUID a, UUID b) {
-        int c = Long.compareUnsigned(a.getMostSignificantBits(), b.getMostSignificantBits());
-        return c != 0 ? c : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
+        return PartitionBounds.compare(a, b);
     }
 
     public String defaultPartition() {
@@ -83,56 +83,17 @@ public final class PartitionedOutbox {
     }
 
     public String qualifiedDefaultPartition() {
-        return qualified(defaultPartition());
+        return statements.qualified(defaultPartition());
     }
 
     /** Whether the outbox table exists and is a partitioned table. */
     public static boolean isPartitioned(Connection c, OutboxSchema schema) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT c.relkind FROM pg_class c JOIN pg_namespace n"
-                + " ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?")) {
-            ps.setString(1, schema.schema());
-            ps.setString(2, schema.outboxTable());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && "p".equals(rs.getString(1));
-            }
-        }
+        return PartitionCatalog.isPartitioned(c, schema);
     }
 
     /** The partitions, in range order, the default one last. */
     public List<Partition> partitions(Connection c) throws SQLException {
-        List<Partition> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT p.relname, pg_get_expr(p.relpartbound, p.oid)"
-                + " FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = ?::regclass"
-                + " AND p.relispartition")) {
-            ps.setString(1, parent);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.add(parse(rs.getString(1), rs.getString(2)));
-                }
-            }
-        }
-        out.sort(Comparator.comparing((Partition p) -> p.isDefault)
-                .thenComparing(p -> p.from == null ? new UUID(0, 0) : p.from, PartitionedOutbox::compare));
-        return out;
-    }
-
-    static Partition parse(String name, String boundExpr) {
-        if ("DEFAULT".equals(boundExpr)) {
-            return new Partition(name, null, null, true);
-        }
-        Matcher m = RANGE.matcher(boundExpr);
-        if (!m.matches()) {
-            throw new OutboxException("partition " + name + " has bounds txoutbox does not understand: " + boundExpr
-                    + "; only FROM (uuid) TO (uuid) ranges and DEFAULT belong on an outbox table", null, false);
-        }
-        return new Partition(name, value(m.group(1)), value(m.group(2)), false);
-    }
-
-    private static UUID value(String v) {
-        if (v.equals("MINVALUE") || v.equals("MAXVALUE")) {
-            return null;
-        }
-        return UUID.fromString(v.replace("'", ""));
+        return PartitionCatalog.partitions(c, parent);
     }
 
     // ------------------------------------------------------------------------------------------------ conversion
@@ -169,9 +130,9 @@ public final class PartitionedOutbox {
                 c.setAutoCommit(autoCommit);
             }
         } catch (SQLException e) {
-            PartitionConversion.rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             throw new OutboxException("reading whether a conversion of " + schema + " is unfinished failed: "
-                    + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e, SqlErrors.isRetriable(e));
+                    + e.getMessage() + " (SQLState " + e.getSQLState() + ")", e, PgErrors.isRetriable(e));
         }
         return conversion.run(c, now, false);
     }
@@ -221,29 +182,24 @@ public final class PartitionedOutbox {
         List<String> created = new ArrayList<>();
         List<Partition> existing = partitions(c);
         c.commit();
-        OutboxPartitioning.Period period = partitioning.period();
-        Instant start = period.startOf(now);
-        for (int i = 0; i <= partitioning.ahead(); i++, start = period.next(start)) {
-            UUID from = bound(start);
-            UUID to = bound(period.next(start));
-            if (existing.stream().anyMatch(p -> p.overlaps(from, to))) {
+        for (PartitionBounds.Range range : PartitionBounds.currentAndAhead(table, partitioning, now)) {
+            if (existing.stream().anyMatch(p -> p.overlaps(range.from(), range.to()))) {
                 continue;
             }
-            String name = table + period.suffix(start);
+            String name = range.name();
             try (Statement st = c.createStatement()) {
-                st.execute("SET LOCAL lock_timeout = '" + lockTimeout.toMillis() + "ms'");
-                st.execute("CREATE TABLE " + qualified(name) + " (LIKE " + parent + " INCLUDING DEFAULTS"
-                        + " INCLUDING GENERATED INCLUDING CONSTRAINTS INCLUDING STORAGE)");
-                st.execute("ALTER TABLE " + parent + " ATTACH PARTITION " + qualified(name) + " FOR VALUES FROM ('"
-                        + from + "') TO ('" + to + "')");
+                Jdbc.queryString(c, PartitionStatements.SET_LOCAL_LOCK_TIMEOUT,
+                        PartitionStatements.millis(lockTimeout));
+                st.execute(statements.createPartitionTable(name));
+                st.execute(statements.attachPartition(name, range.from(), range.to()));
                 c.commit();
                 created.add(name);
             } catch (SQLException e) {
-                rollbackQuietly(c);
-                if ("23514".equals(e.getSQLState())) {
+                Jdbc.rollbackQuietly(c);
+                if (PgErrors.is(e, PgErrors.CHECK_VIOLATION)) {
                     kept.add(name + " not created: the default partition holds rows of its period (retention did"
                             + " not run ahead in time); they stay in the default partition");
-                } else if ("55P03".equals(e.getSQLState())) {
+                } else if (PgErrors.is(e, PgErrors.LOCK_NOT_AVAILABLE)) {
                     kept.add(name + " not created yet: lock timeout, the next run retries");
                 } else {
                     throw e;
@@ -255,18 +211,16 @@ public final class PartitionedOutbox {
 
     private long dropExpired(Connection c, Instant cutoff, Duration lockTimeout, int maxMovedRows,
             List<String> dropped, List<String> kept) throws SQLException {
-        UUID limit = bound(cutoff);
-        List<Partition> expired = partitions(c).stream()
-                .filter(p -> !p.isDefault && p.to != null && compare(p.to, limit) <= 0).toList();
+        List<Partition> expired = partitions(c).stream().filter(p -> p.endedBy(cutoff)).toList();
         c.commit();
         if (expired.isEmpty()) {
             return 0;
         }
-        String columns = insertableColumns(c);
+        String columns = PartitionCatalog.insertableColumns(c, parent);
+        c.commit();
         long moved = 0;
         for (Partition p : expired) {
-            String qualifiedPartition = qualified(p.name);
-            long[] counts = counts(c, qualifiedPartition);
+            long[] counts = counts(c, p.name);
             c.commit();
             if (counts[0] > 0) {
                 kept.add(p.name + " kept: " + counts[0] + " PENDING rows are not published yet");
@@ -278,25 +232,25 @@ public final class PartitionedOutbox {
                 continue;
             }
             try (Statement st = c.createStatement()) {
-                st.execute("SET LOCAL lock_timeout = '" + lockTimeout.toMillis() + "ms'");
-                st.execute("ALTER TABLE " + parent + " DETACH PARTITION " + qualifiedPartition);
-                long[] again = counts(c, qualifiedPartition);
+                Jdbc.queryString(c, PartitionStatements.SET_LOCAL_LOCK_TIMEOUT,
+                        PartitionStatements.millis(lockTimeout));
+                st.execute(statements.detachPartition(p.name));
+                long[] again = counts(c, p.name);
                 if (again[0] > 0) {
                     c.rollback();
                     kept.add(p.name + " kept: " + again[0] + " PENDING rows are not published yet");
                     continue;
                 }
-                int n = st.executeUpdate("INSERT INTO " + parent + " (" + columns + ") OVERRIDING SYSTEM VALUE"
-                        + " SELECT " + columns + " FROM " + qualifiedPartition + " WHERE state IN " + FINAL_STATES);
-                st.execute("DROP TABLE " + qualifiedPartition);
+                int n = st.executeUpdate(statements.moveFinalRowsToParent(p.name, columns));
+                st.execute(statements.dropTable(p.name));
                 c.commit();
                 moved += n;
                 dropped.add(p.name);
                 log.info("txoutbox-partitions: dropped {} of {}{}", p.name, schema,
                         n == 0 ? "" : " (" + n + " parked/dead/discarded rows moved to " + defaultPartition() + ")");
             } catch (SQLException e) {
-                rollbackQuietly(c);
-                if (!"55P03".equals(e.getSQLState())) {
+                Jdbc.rollbackQuietly(c);
+                if (!PgErrors.is(e, PgErrors.LOCK_NOT_AVAILABLE)) {
                     throw e;
                 }
                 kept.add(p.name + " not dropped yet: lock timeout, the next run retries");
@@ -306,28 +260,12 @@ public final class PartitionedOutbox {
     }
 
     /** {PENDING rows, PARKED/DEAD/DISCARDED rows} of one partition, each by its partial index. */
-    private static long[] counts(Connection c, String relation) throws SQLException {
+    private long[] counts(Connection c, String partition) throws SQLException {
         try (Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT (SELECT count(*) FROM " + relation + " WHERE state ="
-                        + " 'PENDING'), (SELECT count(*) FROM " + relation + " WHERE state IN " + FINAL_STATES + ")")) {
+                ResultSet rs = st.executeQuery(statements.countPendingAndFinal(partition))) {
             rs.next();
             return new long[] {rs.getLong(1), rs.getLong(2)};
         }
-    }
-
-    private String insertableColumns(Connection c) throws SQLException {
-        List<String> names = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement("SELECT attname FROM pg_attribute WHERE attrelid ="
-                + " ?::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum")) {
-            ps.setString(1, parent);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    names.add(Identifiers.quote(rs.getString(1)));
-                }
-            }
-        }
-        c.commit();
-        return String.join(", ", names);
     }
 
     /**
@@ -336,24 +274,9 @@ public final class PartitionedOutbox {
      */
     public long defaultRows(Connection c) throws SQLException {
         try (Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT 1 FROM " + qualifiedDefaultPartition()
-                        + " LIMIT 1000000) d")) {
+                ResultSet rs = st.executeQuery(statements.countDefaultRows(defaultPartition()))) {
             rs.next();
             return rs.getLong(1);
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------------- plumbing
-
-    private String qualified(String name) {
-        return Identifiers.quote(schema.schema()) + "." + Identifiers.quote(name);
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // the original failure is reported
         }
     }
 }

@@ -4,6 +4,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.OptionalLong;
 
 /**
@@ -84,5 +86,19 @@ public final class Jdbc {
         for (int i = 0; i < binds.length; i++) {
             ps.setObject(i + 1, binds[i]);
         }
+    }
+
+    /** The first column of every row as an int (SQL NULL reads 0), in the order the rows come. */
+    public static List<Integer> queryInts(Connection c, String sql, Object... binds) throws SQLException {
+        List<Integer> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            bind(ps, binds);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getInt(1));
+                }
+            }
+        }
+        return out;
     }
 }

@@ -1,10 +1,12 @@
 package io.txoutbox.internal.relay;
 
+import io.txoutbox.internal.pg.IdSequence;
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
+import java.sql.Types;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -34,10 +36,10 @@ import org.slf4j.LoggerFactory;
  * later events it holds back: one long-parked key, or 200,000 of them, cost the claim nothing. Rows that become
  * claimable again below the floor are the ones an operator releases; {@code OutboxAdmin} makes each such release due
  * with a {@code next_attempt_at} (a requeued row; after a skip or a discard, the key's next pending row), and every
- * claim starts at the lowest of those at the latest, in its own snapshot ({@link RelaySql}), so the key's events go
- * out in order. Rows put back below the floor by hand in SQL without a {@code next_attempt_at} are found by a claim
- * without floor every {@value #SWEEP_MILLIS} ms; such a release of a parked key may let events of the key above the
- * floor go out before them.
+ * claim starts at the lowest of those at the latest, in its own snapshot ({@link RelayStatements#claim()}), so the
+ * key's events go out in order. Rows put back below the floor by hand in SQL without a {@code next_attempt_at} are
+ * found by a claim without floor every {@value #SWEEP_MILLIS} ms; such a release of a parked key may let events of
+ * the key above the floor go out before them.
  */
 final class ClaimFloor {
 
@@ -53,8 +55,8 @@ final class ClaimFloor {
      */
     static final boolean ENABLED = !"false".equals(System.getProperty("txoutbox.relay.claimFloor"));
 
-    private final String sequenceSql;
-    private final String holdersSql;
+    /** The outbox table, bound into the sequence and lock reads. */
+    private final String qualifiedTable;
     private boolean disabled;
     private boolean resolved;
     private String sequence;
@@ -67,16 +69,7 @@ final class ClaimFloor {
     private boolean sweeping;
 
     ClaimFloor(String qualifiedTable) {
-        this.sequenceSql = "SELECT s.seqrelid::regclass::text, s.seqcache, s.seqincrement FROM pg_sequence s"
-                + " WHERE s.seqrelid = pg_get_serial_sequence('" + qualifiedTable.replace("'", "''") + "', 'id')"
-                + "::regclass";
-        // RowExclusiveLock is what every INSERT takes (also in a transaction that holds a stronger lock): readers,
-        // vacuum and index builds hold other modes and must not hold the floor back while they run.
-        this.holdersSql = "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'"
-                + " AND mode = 'RowExclusiveLock'"
-                + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                + " AND relation = '" + qualifiedTable.replace("'", "''") + "'::regclass"
-                + " AND pid IS DISTINCT FROM pg_backend_pid()";
+        this.qualifiedTable = qualifiedTable;
     }
 
     /** Forget everything: the lane was (re)acquired, or its session was replaced. */
@@ -185,26 +178,29 @@ final class ClaimFloor {
         if (resolved) {
             return true;
         }
-        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sequenceSql)) {
-            if (!rs.next()) {
-                disabled = true;
-                log.warn("txoutbox-relay: no identity sequence found for the outbox's id column; claims scan from "
-                        + "the start of the pending index");
-                return false;
-            }
-            sequence = rs.getString(1);
-            if (rs.getLong(3) != 1) {
-                disabled = true;
-                log.warn("txoutbox-relay: sequence {} has INCREMENT {}; claims scan from the start of the pending "
-                        + "index", sequence, rs.getLong(3));
-                return false;
-            }
-            if (rs.getLong(2) > 1) {
-                disabled = true;
-                log.warn("txoutbox-relay: sequence {} has CACHE {} and so hands out ids out of order; claims scan "
-                        + "from the start of the pending index (ALTER SEQUENCE {} CACHE 1 to fix)", sequence,
-                        rs.getLong(2), sequence);
-                return false;
+        try (PreparedStatement ps = c.prepareStatement(RelayStatements.FLOOR_SEQUENCE)) {
+            ps.setString(1, qualifiedTable);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    disabled = true;
+                    log.warn("txoutbox-relay: no identity sequence found for the outbox's id column; claims scan "
+                            + "from the start of the pending index");
+                    return false;
+                }
+                sequence = rs.getString(1);
+                if (rs.getLong(3) != 1) {
+                    disabled = true;
+                    log.warn("txoutbox-relay: sequence {} has INCREMENT {}; claims scan from the start of the "
+                            + "pending index", sequence, rs.getLong(3));
+                    return false;
+                }
+                if (rs.getLong(2) > 1) {
+                    disabled = true;
+                    log.warn("txoutbox-relay: sequence {} has CACHE {} and so hands out ids out of order; claims "
+                            + "scan from the start of the pending index (ALTER SEQUENCE {} CACHE 1 to fix)",
+                            sequence, rs.getLong(2), sequence);
+                    return false;
+                }
             }
         }
         resolved = true;
@@ -212,20 +208,18 @@ final class ClaimFloor {
     }
 
     private long lastValue(Connection c) throws SQLException {
-        // before its first nextval a sequence's last_value is the first id to come, not one handed out
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM " + sequence);
-                ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getLong(1);
-        }
+        return IdSequence.lastHandedOut(c, sequence);
     }
 
     private Set<String> holders(Connection c) throws SQLException {
         Set<String> out = new HashSet<>();
-        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(holdersSql)) {
-            while (rs.next()) {
-                out.add(rs.getString(1));
+        try (PreparedStatement ps = c.prepareStatement(RelayStatements.FLOOR_WRITERS)) {
+            // untyped, so the server reads it as the regclass the statement casts it to, once, as a literal was
+            ps.setObject(1, qualifiedTable, Types.OTHER);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(1));
+                }
             }
         }
         return out;

@@ -5,15 +5,17 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
-import io.txoutbox.internal.SqlErrors;
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.AdminStatements;
+import io.txoutbox.internal.pg.AdminStatements.Change;
+import io.txoutbox.internal.pg.EventState;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -29,64 +31,33 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     private static final Logger log = LoggerFactory.getLogger(DefaultOutboxAdmin.class);
 
     private final DataSource dataSource;
-    private final String table;
-    private final RelaySql relaySql;
+    private final AdminStatements sql;
 
     private static final int BULK_PAGE = 1_000;
-    private static final String[] FAILED = {"DEAD", "PARKED"};
-    /** The audit columns; the first bind parameter of every change is the operator (null: the database user). */
-    private static final String AUDIT = "operator_name = coalesce(?, current_user), operator_at = now()";
-    /**
-     * Due now with a {@code next_attempt_at}, not NULL: the row is then in the index of rows that back off, which the
-     * relay's claim starts from, so it goes out before the later events of its key even when the claim floor has gone
-     * past it (a parked key does not hold the floor back).
-     */
-    private final String requeueSet = "state = 'PENDING', attempts = 0, next_attempt_at = now(),"
-            + " operator_action = 'REQUEUED', " + AUDIT;
-    private final String discardSet = "state = 'DISCARDED', next_attempt_at = NULL, operator_action = 'DISCARDED', "
-            + AUDIT;
-    private final String skipSet = "state = 'DEAD', next_attempt_at = NULL,"
-            + " last_error = coalesce(last_error, '') || ' [skipped by an operator]', operator_action = 'SKIPPED', "
-            + AUDIT;
-
-    /**
-     * Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's key
-     * becomes due with a {@code next_attempt_at}, so the relay's claim starts at it even when the claim floor went
-     * past the key's held events while it was parked (see {@code RelaySql}'s claim); without it those events would
-     * go out only when a claim without floor finds them, after later events of the key.
-     */
-    private final String releaseNext;
+    private static final String[] FAILED = {EventState.DEAD.name(), EventState.PARKED.name()};
 
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
-        this.table = schema.qualifiedOutboxTable();
-        this.relaySql = new RelaySql(schema);
-        this.releaseNext = "UPDATE " + table + " n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM "
-                + table + " x WHERE x.state = 'PENDING' AND x.shard = p.shard AND x.partition_key = p.partition_key"
-                + " AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM " + table + " p"
-                + " WHERE p.event_id = ANY(?) AND p.state = 'PARKED' AND p.partition_key IS NOT NULL) m"
-                + " WHERE n.event_id = m.event_id AND n.state = 'PENDING' AND n.next_attempt_at IS NULL";
+        this.sql = new AdminStatements(schema);
     }
 
     @Override
     public List<LaneOwner> laneOwners() {
-        String sql = "SELECT (l.objid::bigint & 65535)::int, a.application_name, a.backend_start, a.state_change"
-                + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
-                + " AND l.granted AND l.objsubid = 1 AND l.classid::bigint = "
-                + Integer.toUnsignedLong(relaySql.tableHash) + " AND (l.objid::bigint >> 16) = "
-                + RelaySql.LOCK_KIND_LANE + " ORDER BY 1";
         return inTransaction("listing lane owners", c -> {
             List<LaneOwner> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    // application_name: "txoutbox-relay <lane id> <instance id>"
-                    String app = rs.getString(2);
-                    String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
-                    // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
-                    // pg_read_all_stats) sees their application_name but not their times
-                    out.add(new LaneOwner(rs.getInt(1), instance,
-                            rs.getTimestamp(3) == null ? null : rs.getTimestamp(3).toInstant(),
-                            rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
+            try (PreparedStatement ps = c.prepareStatement(sql.laneOwners())) {
+                Jdbc.bind(ps, sql.laneOwnerBinds());
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        // application_name: "txoutbox-relay <lane id> <instance id>"
+                        String app = rs.getString(2);
+                        String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
+                        // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
+                        // pg_read_all_stats) sees their application_name but not their times
+                        out.add(new LaneOwner(rs.getInt(1), instance,
+                                rs.getTimestamp(3) == null ? null : rs.getTimestamp(3).toInstant(),
+                                rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
+                    }
                 }
             }
             return out;
@@ -97,8 +68,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     public java.util.Map<Integer, Long> pendingByShard() {
         return inTransaction("counting pending events per shard", c -> {
             java.util.Map<Integer, Long> out = new java.util.TreeMap<>();
-            try (PreparedStatement ps = c.prepareStatement("SELECT shard, count(*) FROM " + table
-                    + " WHERE state = 'PENDING' GROUP BY shard"); ResultSet rs = ps.executeQuery()) {
+            try (PreparedStatement ps = c.prepareStatement(sql.pendingByShard()); ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     out.put(rs.getInt(1), rs.getLong(2));
                 }
@@ -124,22 +94,19 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                 throw e;
             }
         } catch (SQLException e) {
-            String hint = "42703".equals(e.getSQLState()) ? "; the outbox table is older than this version of"
-                    + " txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)" : "";
+            String hint = PgErrors.is(e, PgErrors.UNDEFINED_COLUMN) ? "; the outbox table is older than this version"
+                    + " of txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)"
+                    : "";
             throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
-                    + hint + Privileges.hint(e, OutboxGrants.Component.ADMIN), e, SqlErrors.isRetriable(e));
+                    + hint + Privileges.hint(e, OutboxGrants.Component.ADMIN), e, PgErrors.isRetriable(e));
         }
     }
 
     @Override
     public List<ParkedKey> parkedKeys(int limit) {
-        String sql = "SELECT p.partition_key, p.event_id, p.id, p.topic, p.event_type, p.attempts, p.last_error,"
-                + " p.created_at, (SELECT count(*) FROM " + table + " w WHERE w.state = 'PENDING'"
-                + " AND w.partition_key = p.partition_key AND w.id > p.id) FROM " + table + " p"
-                + " WHERE p.state = 'PARKED' ORDER BY p.id LIMIT ?";
         return inTransaction("listing parked keys", c -> {
             List<ParkedKey> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
+            try (PreparedStatement ps = c.prepareStatement(sql.parkedKeys())) {
                 ps.setInt(1, limit);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -155,11 +122,9 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     @Override
     public List<DeadEvent> deadEvents(int limit) {
-        String sql = "SELECT event_id, id, partition_key, topic, event_type, attempts, last_error, created_at FROM "
-                + table + " WHERE state = 'DEAD' ORDER BY id LIMIT ?";
         return inTransaction("listing dead events", c -> {
             List<DeadEvent> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
+            try (PreparedStatement ps = c.prepareStatement(sql.deadEvents())) {
                 ps.setInt(1, limit);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -175,38 +140,37 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     @Override
     public boolean requeue(UUID eventId, String operator) {
-        return changeOne("requeue", requeueSet, FAILED, eventId, operator);
+        return changeOne("requeue", Change.REQUEUE, FAILED, eventId, operator);
     }
 
     @Override
     public long requeue(EventFilter filter, String operator) {
-        return changeMatching("requeue", requeueSet, filter, operator);
+        return changeMatching("requeue", Change.REQUEUE, filter, operator);
     }
 
     @Override
     public boolean discard(UUID eventId, String operator) {
-        return changeOne("discard", discardSet, FAILED, eventId, operator);
+        return changeOne("discard", Change.DISCARD, FAILED, eventId, operator);
     }
 
     @Override
     public long discard(EventFilter filter, String operator) {
-        return changeMatching("discard", discardSet, filter, operator);
+        return changeMatching("discard", Change.DISCARD, filter, operator);
     }
 
     @Override
     public boolean skip(UUID eventId, String operator) {
-        return changeOne("skip", skipSet, new String[] {"PARKED"}, eventId, operator);
+        return changeOne("skip", Change.SKIP, new String[] {EventState.PARKED.name()}, eventId, operator);
     }
 
-    private boolean changeOne(String action, String set, String[] fromStates, UUID eventId, String operator) {
+    private boolean changeOne(String action, Change change, String[] fromStates, UUID eventId, String operator) {
         Objects.requireNonNull(eventId, "eventId");
         checkOperator(operator);
-        String sql = "UPDATE " + table + " SET " + set + " WHERE event_id = ? AND state = ANY(?)";
         boolean changed = inTransaction(action + " of event " + eventId, c -> {
-            if (set != requeueSet) {
+            if (change != Change.REQUEUE) {
                 releaseNext(c, new UUID[] {eventId});
             }
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
+            try (PreparedStatement ps = c.prepareStatement(sql.changeOne(change))) {
                 ps.setString(1, operator);
                 ps.setObject(2, eventId);
                 ps.setArray(3, c.createArrayOf("text", fromStates));
@@ -219,7 +183,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     }
 
     private void releaseNext(Connection c, UUID[] eventIds) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(releaseNext)) {
+        try (PreparedStatement ps = c.prepareStatement(sql.releaseNext())) {
             ps.setArray(1, c.createArrayOf("uuid", eventIds));
             ps.executeUpdate();
         }
@@ -229,10 +193,10 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
      * Pages of {@value #BULK_PAGE} matching rows in id order, each changed in its own short transaction; a row that
      * left the expected state in between (a relay sent it, another operator changed it) is not touched.
      */
-    private long changeMatching(String action, String set, EventFilter filter, String operator) {
+    private long changeMatching(String action, Change change, EventFilter filter, String operator) {
         Objects.requireNonNull(filter, "filter");
         checkOperator(operator);
-        String[] states = filter.states().stream().map(Enum::name).filter(s -> !s.equals("DISCARDED"))
+        String[] states = filter.states().stream().map(Enum::name).filter(s -> !s.equals(EventState.DISCARDED.name()))
                 .sorted().toArray(String[]::new);
         if (states.length == 0) {
             throw new IllegalArgumentException(action + " applies to PARKED or DEAD events; the filter names only "
@@ -242,7 +206,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                 java.util.Arrays.stream(states).map(FailedState::valueOf).collect(java.util.stream.Collectors.toSet()),
                 filter.topic(), filter.eventType(), filter.key(), filter.createdFrom(), filter.createdBefore(),
                 filter.failedFrom(), filter.failedBefore());
-        String update = "UPDATE " + table + " SET " + set + " WHERE event_id = ANY(?) AND state = ANY(?)";
+        String update = sql.changeMatching(change);
         long total = 0;
         long after = 0;
         while (true) {
@@ -250,7 +214,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
             long[] lastAndCount = inTransaction(action + " of matching events", c -> {
                 List<UUID> ids = new ArrayList<>();
                 long last = from;
-                try (PreparedStatement ps = selectMatching(c, "event_id, id", effective, from, BULK_PAGE);
+                try (PreparedStatement ps = selectMatching(c, AdminStatements.MATCHING_IDS, effective, from, BULK_PAGE);
                         ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         ids.add((UUID) rs.getObject(1));
@@ -260,7 +224,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
                 if (ids.isEmpty()) {
                     return new long[] {last, 0, 0};
                 }
-                if (set != requeueSet) {
+                if (change != Change.REQUEUE) {
                     releaseNext(c, ids.toArray(new UUID[0]));
                 }
                 try (PreparedStatement ps = c.prepareStatement(update)) {
@@ -289,9 +253,8 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         }
         return inTransaction("listing failed events", c -> {
             List<FailedEvent> out = new ArrayList<>();
-            try (PreparedStatement ps = selectMatching(c, "id, event_id, state, partition_key, topic, event_type,"
-                    + " attempts, last_error, created_at, failed_at, operator_action, operator_name, operator_at",
-                    filter, afterId, limit); ResultSet rs = ps.executeQuery()) {
+            try (PreparedStatement ps = selectMatching(c, AdminStatements.FAILED_EVENT_COLUMNS, filter,
+                    afterId, limit); ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     out.add(new FailedEvent(rs.getLong(1), (UUID) rs.getObject(2),
                             FailedState.valueOf(rs.getString(3)), rs.getString(4), rs.getString(5), rs.getString(6),
@@ -303,39 +266,18 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         });
     }
 
-    /** The filter's criteria as fixed SQL fragments with bind parameters, in id order from {@code afterId}. */
+    /** The filter's query ({@link AdminStatements#matching}), bound, in id order from {@code afterId}. */
     private PreparedStatement selectMatching(Connection c, String columns, EventFilter f, long afterId, int limit)
             throws SQLException {
-        StringBuilder sql = new StringBuilder("SELECT ").append(columns).append(" FROM ").append(table)
-                .append(" WHERE state = ANY(?) AND id > ?");
+        AdminStatements.Matching m = sql.matching(columns, f);
         List<Object> params = new ArrayList<>();
         params.add(c.createArrayOf("text", f.states().stream().map(Enum::name).sorted().toArray()));
         params.add(afterId);
-        criterion(sql, params, " AND topic = ?", f.topic());
-        criterion(sql, params, " AND event_type = ?", f.eventType());
-        criterion(sql, params, " AND partition_key = ?", f.key());
-        criterion(sql, params, " AND created_at >= ?", timestamp(f.createdFrom()));
-        criterion(sql, params, " AND created_at < ?", timestamp(f.createdBefore()));
-        criterion(sql, params, " AND failed_at >= ?", timestamp(f.failedFrom()));
-        criterion(sql, params, " AND failed_at < ?", timestamp(f.failedBefore()));
-        sql.append(" ORDER BY id LIMIT ?");
+        params.addAll(m.criteria());
         params.add(limit);
-        PreparedStatement ps = c.prepareStatement(sql.toString());
-        for (int i = 0; i < params.size(); i++) {
-            ps.setObject(i + 1, params.get(i));
-        }
+        PreparedStatement ps = c.prepareStatement(m.sql());
+        Jdbc.bind(ps, params.toArray());
         return ps;
-    }
-
-    private static void criterion(StringBuilder sql, List<Object> params, String fragment, Object value) {
-        if (value != null) {
-            sql.append(fragment);
-            params.add(value);
-        }
-    }
-
-    private static OffsetDateTime timestamp(Instant i) {
-        return i == null ? null : i.atOffset(ZoneOffset.UTC);
     }
 
     private static Instant instant(ResultSet rs, int column) throws SQLException {
@@ -346,13 +288,8 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     @Override
     public Optional<EventDetails> event(UUID eventId, boolean withPayload) {
         Objects.requireNonNull(eventId, "eventId");
-        String sql = "SELECT id, event_id, state, topic, partition_key, shard, aggregate_type, aggregate_id,"
-                + " aggregate_version, event_type, headers::text, created_at, attempts, next_attempt_at, last_error,"
-                + " failed_at, published_at, operator_action, operator_name, operator_at,"
-                + " CASE WHEN ? THEN coalesce(convert_to(payload::text, 'UTF8'), payload_bytes) END"
-                + " FROM " + table + " WHERE event_id = ?";
         return inTransaction("reading event " + eventId, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
+            try (PreparedStatement ps = c.prepareStatement(sql.event())) {
                 ps.setBoolean(1, withPayload);
                 ps.setObject(2, eventId);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -385,11 +322,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     @Override
     public long pendingCount() {
         return inTransaction("counting pending events", c -> {
-            try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table
-                    + " WHERE state = 'PENDING'"); ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
+            return Jdbc.queryLong(c, sql.pendingCount()).orElseThrow();
         });
     }
 

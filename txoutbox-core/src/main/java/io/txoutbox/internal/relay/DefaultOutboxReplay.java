@@ -6,24 +6,23 @@ import io.txoutbox.OutboxReplay.Outcome;
 import io.txoutbox.OutboxReplay.SkipReason;
 import io.txoutbox.OutboxReplay.Skipped;
 import io.txoutbox.OutboxReplay.WhenUnpublished;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.pg.ReplayStatements;
+import io.txoutbox.internal.relay.ReplayCheckpoints.Checkpoint;
+import io.txoutbox.internal.relay.ReplayPages.Row;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.zip.CRC32;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,31 +45,23 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     private static final long MAX_WINDOW = 1L << 22;
 
     private final OutboxReplay.Builder b;
-    private final String table;
-    private final String checkpoints;
     private final String filter;
-    private final String pageSql;
-    private final String stateSql;
+    private final ReplayCheckpoints checkpoints;
+    private final ReplayPages pages;
+    private final AdvisoryLocks.Key lock;
     private final ClaimFloor settlement;
     private volatile boolean stopping;
 
     public DefaultOutboxReplay(OutboxReplay.Builder builder) {
         this.b = builder;
-        this.table = builder.schema().qualifiedOutboxTable();
-        this.checkpoints = "\"" + builder.schema().schema() + "\".\"" + builder.schema().outboxTable() + "_replay\"";
+        String table = builder.schema().qualifiedOutboxTable();
         this.filter = describeFilter(builder);
         this.settlement = new ClaimFloor(table);
-        this.stateSql = "SELECT state FROM " + table + " WHERE event_id = ?";
-        // every state: a row that is not published must be seen to be waited for or reported, never passed silently
-        this.pageSql = "SELECT " + RelaySql.RECORD_COLUMNS + ", state FROM " + table
-                + " WHERE id > ? AND id <= ?"
-                + " AND (?::text IS NULL OR topic = ?::text)"
-                + " AND (?::text IS NULL OR aggregate_type = ?::text)"
-                + " AND (?::text IS NULL OR aggregate_id = ?::text)"
-                + " AND (?::text IS NULL OR event_type = ?::text)"
-                + " AND (?::timestamptz IS NULL OR created_at >= ?::timestamptz)"
-                + " AND (?::timestamptz IS NULL OR created_at < ?::timestamptz)"
-                + " ORDER BY id LIMIT ?";
+        // the page's columns are the relay's record columns, read by OutboxRows.record
+        ReplayStatements sql = new ReplayStatements(builder.schema(), RelayStatements.RECORD_COLUMNS);
+        this.checkpoints = new ReplayCheckpoints(sql, table, builder.name(), filter);
+        this.pages = new ReplayPages(sql, builder);
+        this.lock = AdvisoryLocks.replay(sql.checkpointTable(), builder.name());
     }
 
     private static String describeFilter(OutboxReplay.Builder b) {
@@ -84,13 +75,12 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         long started = System.nanoTime();
         try (Connection c = ReadCommitted.open(b.dataSource())) {
             c.setAutoCommit(true);
-            long lockKey = lockKey();
-            if (!tryLock(c, lockKey)) {
+            if (!lock.tryLock(c)) {
                 throw new OutboxException("replay '" + b.name() + "' is already running elsewhere (its advisory lock "
                         + "is held); wait for it, or stop it first", null, false);
             }
             try {
-                Checkpoint cp = checkpoint(c);
+                Checkpoint cp = checkpoints.open(c, Math.max(0, b.idFrom() - 1), b.idTo());
                 if (cp.finished) {
                     log.info("txoutbox-replay {}: already done ({} replayed); reset() to run it again", b.name(),
                             cp.replayed);
@@ -101,7 +91,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                         filter);
                 return loop(c, cp, started);
             } finally {
-                unlock(c, lockKey);
+                unlock(c);
             }
         } catch (SQLException e) {
             throw new OutboxException("replay '" + b.name() + "' failed: " + e.getMessage() + " (SQLState "
@@ -114,20 +104,13 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         }
     }
 
-    /**
-     * A row of a page: the record to send (redirected, with the replay header), its own topic and its state when
-     * read.
-     */
-    private record Row(OutboxRecord record, String topic, String state) {
-    }
-
     /** What this run skipped: the count, and the first {@value OutboxReplay#MAX_REPORTED} one by one. */
     private final class Skips {
         final List<Skipped> listed = new ArrayList<>();
         long count;
 
         void add(Row row, SkipReason reason, String detail) {
-            add(row.record, row.topic, row.state, reason, detail);
+            add(row.record(), row.topic(), row.state(), reason, detail);
         }
 
         void add(OutboxRecord r, String topic, String state, SkipReason reason, String detail) {
@@ -163,7 +146,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                 break;
             }
             long hi = Math.min(cp.upTo, lo + window);
-            List<Row> rows = page(c, lo, hi);
+            List<Row> rows = pages.page(c, lo, hi);
             if (rows.isEmpty()) {
                 lo = hi;
                 window = Math.min(MAX_WINDOW, window * 2);
@@ -174,8 +157,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             List<OutboxRecord> toSend = new ArrayList<>(rows.size());
             Row blocking = null;
             for (Row row : rows) {
-                switch (row.state) {
-                    case "PUBLISHED" -> toSend.add(row.record);
+                switch (row.state()) {
+                    case "PUBLISHED" -> toSend.add(row.record());
                     case "DEAD" -> skips.add(row, SkipReason.DEAD, null);
                     case "DISCARDED" -> skips.add(row, SkipReason.DISCARDED, null);
                     default -> { // PENDING or PARKED: not final yet
@@ -190,21 +173,21 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                     break; // what comes after it waits, so that the target topic gets the range in id order
                 }
             }
-            long refused = toSend.isEmpty() ? 0 : send(toSend, originalTopics(rows), skips);
+            long refused = toSend.isEmpty() ? 0 : send(toSend, ReplayPages.originalTopics(rows), skips);
             cp.replayed += toSend.size() - refused;
             cp.skipped += skips.count - skippedBefore;
-            lo = blocking != null ? blocking.record.id() - 1
-                    : rows.size() == b.batchSize() ? rows.get(rows.size() - 1).record.id() : hi;
+            lo = blocking != null ? blocking.record().id() - 1
+                    : rows.size() == b.batchSize() ? rows.get(rows.size() - 1).record().id() : hi;
             cp.lastId = lo;
-            save(c, cp, false);
+            checkpoints.save(c, cp, false);
             sentThisRun += toSend.size();
             pace(paceStart, sentThisRun);
             if (blocking != null) {
                 Wait w = awaitFinal(c, blocking);
                 if (w == Wait.TIMED_OUT) {
                     outcome = Outcome.WAIT_TIMED_OUT;
-                    waitingFor = new Skipped(blocking.record.eventId(), blocking.record.id(), blocking.topic,
-                            currentState(c, blocking), SkipReason.NOT_PUBLISHED);
+                    waitingFor = new Skipped(blocking.record().eventId(), blocking.record().id(), blocking.topic(),
+                            pages.currentState(c, blocking), SkipReason.NOT_PUBLISHED);
                 } else if (w == Wait.STOPPED) {
                     outcome = Outcome.STOPPED;
                 }
@@ -213,7 +196,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         }
         boolean done = outcome == Outcome.DONE;
         cp.lastId = lo;
-        save(c, cp, done);
+        checkpoints.save(c, cp, done);
         Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
         log.info("txoutbox-replay {}: {} ({} replayed, {} skipped in all; {} sent, {} skipped this run in {} ms)",
                 b.name(), switch (outcome) {
@@ -263,15 +246,15 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     /** Waits, bounded by the wait timeout, until the row is no longer pending or parked (or gone). */
     private Wait awaitFinal(Connection c, Row row) throws SQLException, InterruptedException {
-        OutboxRecord r = row.record;
+        OutboxRecord r = row.record();
         long startNanos = System.nanoTime();
         long deadline = startNanos + b.waitTimeout().toNanos();
         log.info("txoutbox-replay {}: waiting for event {} (outbox id {}, {}) before going on, up to {}{}", b.name(),
-                r.eventId(), r.id(), row.state, b.waitTimeout(), row.state.equals("PARKED")
+                r.eventId(), r.id(), row.state(), b.waitTimeout(), row.state().equals("PARKED")
                         ? ": its key is parked; requeue (OutboxAdmin.requeue) or discard it to let the replay on" : "");
         long pollMs = 20;
         while (true) {
-            String state = currentState(c, row);
+            String state = pages.currentState(c, row);
             if (state == null || !(state.equals("PENDING") || state.equals("PARKED"))) {
                 log.info("txoutbox-replay {}: event {} is {} after {} ms; going on", b.name(), r.eventId(),
                         state == null ? "gone" : state, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
@@ -291,53 +274,6 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             TimeUnit.MILLISECONDS.sleep(Math.min(pollMs, TimeUnit.NANOSECONDS.toMillis(left) + 1));
             pollMs = Math.min(1_000, pollMs * 2);
         }
-    }
-
-    private String currentState(Connection c, Row row) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(stateSql)) {
-            ps.setObject(1, row.record.eventId());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
-            }
-        }
-    }
-
-    private static Map<Long, String> originalTopics(List<Row> rows) {
-        Map<Long, String> topics = new HashMap<>();
-        for (Row row : rows) {
-            topics.put(row.record.id(), row.topic);
-        }
-        return topics;
-    }
-
-    private List<Row> page(Connection c, long lo, long hi) throws SQLException {
-        List<Row> out = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(pageSql)) {
-            int i = 1;
-            ps.setLong(i++, lo);
-            ps.setLong(i++, hi);
-            for (String v : new String[] {b.topic(), b.aggregateType(), b.aggregateId(), b.eventType()}) {
-                ps.setString(i++, v);
-                ps.setString(i++, v);
-            }
-            Timestamp from = b.createdFrom() == null ? null : Timestamp.from(b.createdFrom());
-            Timestamp to = b.createdTo() == null ? null : Timestamp.from(b.createdTo());
-            ps.setTimestamp(i++, from);
-            ps.setTimestamp(i++, from);
-            ps.setTimestamp(i++, to);
-            ps.setTimestamp(i++, to);
-            ps.setInt(i, b.batchSize());
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    OutboxRecord r = RelaySql.record(rs);
-                    Map<String, String> headers = new HashMap<>(r.headers());
-                    headers.put(REPLAY_HEADER, b.name());
-                    out.add(new Row(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers), r.topic(),
-                            rs.getString(14)));
-                }
-            }
-        }
-        return out;
     }
 
     /**
@@ -400,87 +336,6 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         }
     }
 
-    // ---- checkpoint ------------------------------------------------------------------------------------------
-
-    private final class Checkpoint {
-        long lastId;
-        long upTo;
-        long replayed;
-        long skipped;
-        boolean finished;
-
-        Result result(Outcome outcome, List<Skipped> skippedEvents, Skipped waitingFor, Duration elapsed) {
-            return new Result(b.name(), replayed, skipped, skippedEvents, lastId, upTo, outcome == Outcome.DONE,
-                    outcome, waitingFor, elapsed);
-        }
-    }
-
-    private Checkpoint checkpoint(Connection c) throws SQLException {
-        Checkpoint cp = read(c);
-        if (cp == null) {
-            long upTo = Math.min(b.idTo(), lastIdSoFar(c));
-            try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + checkpoints
-                    + " (name, filter, last_id, up_to_id) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING")) {
-                ps.setString(1, b.name());
-                ps.setString(2, filter);
-                ps.setLong(3, Math.max(0, b.idFrom() - 1));
-                ps.setLong(4, upTo);
-                ps.executeUpdate();
-            }
-            cp = read(c);
-        }
-        return cp;
-    }
-
-    private Checkpoint read(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT filter, last_id, up_to_id, replayed, skipped,"
-                + " finished_at IS NOT NULL FROM " + checkpoints + " WHERE name = ?")) {
-            ps.setString(1, b.name());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return null;
-                }
-                if (!rs.getString(1).equals(filter)) {
-                    throw new OutboxException("replay '" + b.name() + "' was started with another filter ("
-                            + rs.getString(1) + "); use a new name, or reset() this one to start over", null, false);
-                }
-                Checkpoint cp = new Checkpoint();
-                cp.lastId = rs.getLong(2);
-                cp.upTo = rs.getLong(3);
-                cp.replayed = rs.getLong(4);
-                cp.skipped = rs.getLong(5);
-                cp.finished = rs.getBoolean(6);
-                return cp;
-            }
-        }
-    }
-
-    private void save(Connection c, Checkpoint cp, boolean done) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("UPDATE " + checkpoints + " SET last_id = ?, replayed = ?,"
-                + " skipped = ?, updated_at = now(), finished_at = CASE WHEN ? THEN now() END WHERE name = ?")) {
-            ps.setLong(1, cp.lastId);
-            ps.setLong(2, cp.replayed);
-            ps.setLong(3, cp.skipped);
-            ps.setBoolean(4, done);
-            ps.setString(5, b.name());
-            ps.executeUpdate();
-        }
-    }
-
-    /** The last id handed out so far: the range ends there, events written after the start are not replayed. */
-    private long lastIdSoFar(Connection c) throws SQLException {
-        // the identity sequence, not max(id): the table has no b-tree on id, and a scan of it all is what a
-        // replay of a big table must never do
-        try (PreparedStatement ps = c.prepareStatement("SELECT coalesce(pg_sequence_last_value("
-                + "pg_get_serial_sequence(?, 'id')::regclass), 0)")) {
-            ps.setString(1, table);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        }
-    }
-
     @Override
     public void stop() {
         stopping = true;
@@ -489,7 +344,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     @Override
     public Result progress() {
         try (Connection c = ReadCommitted.open(b.dataSource())) {
-            Checkpoint cp = read(c);
+            Checkpoint cp = checkpoints.read(c);
             // the stored progress has counts, not the listed skips; an unfinished replay has no outcome yet
             return cp == null ? null : cp.result(cp.finished ? Outcome.DONE : null, List.of(), null, Duration.ZERO);
         } catch (SQLException e) {
@@ -500,35 +355,16 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public void reset() {
-        try (Connection c = ReadCommitted.open(b.dataSource());
-                PreparedStatement ps = c.prepareStatement("DELETE FROM " + checkpoints + " WHERE name = ?")) {
-            ps.setString(1, b.name());
-            ps.executeUpdate();
+        try (Connection c = ReadCommitted.open(b.dataSource())) {
+            checkpoints.delete(c);
         } catch (SQLException e) {
             throw new OutboxException("resetting replay '" + b.name() + "' failed: " + e.getMessage(), e, true);
         }
     }
 
-    private long lockKey() {
-        CRC32 crc = new CRC32();
-        crc.update((checkpoints + "/" + b.name()).getBytes(StandardCharsets.UTF_8));
-        return 0x7265706CL << 32 | crc.getValue(); // "repl"
-    }
-
-    private static boolean tryLock(Connection c, long key) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-            ps.setLong(1, key);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getBoolean(1);
-            }
-        }
-    }
-
-    private static void unlock(Connection c, long key) {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
-            ps.setLong(1, key);
-            ps.execute();
+    private void unlock(Connection c) {
+        try {
+            lock.unlock(c);
         } catch (SQLException e) {
             log.debug("txoutbox-replay: unlock failed (the session ends anyway): {}", e.toString());
         }

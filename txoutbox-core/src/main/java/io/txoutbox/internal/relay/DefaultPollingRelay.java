@@ -7,7 +7,8 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.ReadCommitted;
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.sql.Connection;
@@ -45,6 +46,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicReference<OutboxException> failure = new AtomicReference<>();
     private final String instanceId;
+    private final RelayStatements statements;
     private final Membership membership;
     private final GuardedListener relayListener;
     private NotifyListener listener;
@@ -61,10 +63,10 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         this.transport = transport;
         this.instanceId = config.name() + "@" + hostName() + ":" + ProcessHandle.current().pid() + "#"
                 + INSTANCES.incrementAndGet();
-        RelaySql sql = new RelaySql(config.schema());
-        this.membership = new Membership(config, dataSource, sql, instanceId);
+        this.statements = new RelayStatements(config.schema());
+        this.membership = new Membership(config, dataSource, statements, instanceId);
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new Lane(config, i, dataSource, transport, sql, counters, this.relayListener, this));
+            lanes.add(new Lane(config, i, dataSource, transport, statements, counters, this.relayListener, this));
         }
     }
 
@@ -144,7 +146,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             t.start();
         }
         if (config.listenNotify()) {
-            listener = new NotifyListener(config, dataSource, this::nudge);
+            listener = new NotifyListener(config, dataSource, statements, this::nudge);
             listener.start();
         }
         awaitLanesReady();
@@ -178,7 +180,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
      */
     private void requireInstallation() {
         try (Connection c = ReadCommitted.open(dataSource)) {
-            Installation.Id id = Installation.read(c, config.schema());
+            Installation.Id id = Installation.read(c, statements);
             log.info("txoutbox-relay {}: outbox {} has installation id {}", config.name(), id.outbox(), id.id());
         } catch (SQLException e) {
             log.warn("txoutbox-relay {}: could not read the installation id of {} yet ({}); the lanes read it when "

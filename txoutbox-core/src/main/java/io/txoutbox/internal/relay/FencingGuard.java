@@ -4,9 +4,9 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.SenderFencedException;
 import io.txoutbox.spi.TransportLane;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
 import org.slf4j.Logger;
@@ -77,24 +77,16 @@ final class FencingGuard {
                 + lane.instance() + ". The other side uses the same id: an outbox with the same installation id (a "
                 + "database restored or cloned from this one's backup, or this one from its) or, with an explicit "
                 + "transactionalIdPrefix, the same prefix and relay name. Give one of the two a new installation id "
-                + "(as the tables' owner, with its relays stopped: UPDATE " + installationTable + " SET id = gen_random_uuid()) or its own transactionalIdPrefix, then restart this relay. Until then "
+                + "(as the tables' owner, with its relays stopped: UPDATE " + installationTable
+                + " SET id = gen_random_uuid()) or its own transactionalIdPrefix, then restart this relay. Until then "
                 + "this lane keeps its lock and sends nothing (its events wait, none is lost); the other lanes go on",
                 fenced, false);
     }
 
     /** Whether this session holds the lane's advisory lock (a bigint key: classid high word, objid low word). */
     static boolean holdsLock(Connection c, long key) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = "
-                + "'advisory' AND pid = pg_backend_pid() AND granted AND objsubid = 1 AND classid::bigint = ? AND "
-                + "objid::bigint = ?)")) {
-            ps.setLong(1, key >>> 32);
-            ps.setLong(2, key & 0xFFFF_FFFFL);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                boolean held = rs.getBoolean(1);
-                c.commit();
-                return held;
-            }
-        }
+        boolean held = Jdbc.queryBoolean(c, RelayStatements.HOLDS_LOCK, key >>> 32, key & 0xFFFF_FFFFL);
+        c.commit();
+        return held;
     }
 }

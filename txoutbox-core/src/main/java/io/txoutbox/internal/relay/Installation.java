@@ -2,7 +2,8 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxSchema;
-import io.txoutbox.internal.Identifiers;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -27,25 +28,22 @@ final class Installation {
     private Installation() {
     }
 
-    static String table(OutboxSchema schema) {
-        return Identifiers.quote(schema.schema()) + "." + Identifiers.quote(schema.outboxTable() + "_installation");
-    }
-
     /** Reads the id on {@code c} (in the connection's current transaction, if any). */
-    static Id read(Connection c, OutboxSchema schema) throws SQLException {
-        try (Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT id, current_database() FROM " + table(schema))) {
+    static Id read(Connection c, RelayStatements statements) throws SQLException {
+        OutboxSchema schema = statements.schema();
+        String table = statements.installationTable();
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(statements.readInstallation())) {
             if (!rs.next()) {
-                throw new OutboxException(table(schema) + " has no row, so the relay of " + schema + " has no "
+                throw new OutboxException(table + " has no row, so the relay of " + schema + " has no "
                         + "installation id to name its lanes' fencing ids with: it was deleted. If no other outbox was "
-                        + "copied from this one, give it a new id as the tables' owner (INSERT INTO " + table(schema)
+                        + "copied from this one, give it a new id as the tables' owner (INSERT INTO " + table
                         + " (id) VALUES (gen_random_uuid())) with every relay of this outbox stopped");
             }
             return new Id(rs.getObject(1, UUID.class), rs.getString(2) + "/" + schema.schema() + "."
                     + schema.outboxTable());
         } catch (SQLException e) {
-            if ("42P01".equals(e.getSQLState())) { // undefined_table
-                throw new OutboxException(schema + " has no installation id (" + table(schema) + " is missing): its "
+            if (PgErrors.is(e, PgErrors.UNDEFINED_TABLE)) {
+                throw new OutboxException(schema + " has no installation id (" + table + " is missing): its "
                         + "schema is older than version 8. Run OutboxSchema.migrate (or V8__installation.sql) as the "
                         + "tables' owner, then start the relay", e, false);
             }

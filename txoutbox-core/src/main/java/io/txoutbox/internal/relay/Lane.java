@@ -7,6 +7,10 @@ import io.txoutbox.internal.LaneLock;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
@@ -48,9 +52,11 @@ final class Lane implements Runnable {
     private final int index;
     private final String laneId;
     private final Integer[] shards;
+    /** The lane's advisory lock key (one bigint). */
+    private final long laneKey;
     private final DataSource dataSource;
     private final Transport transport;
-    private final RelaySql sql;
+    private final RelayStatements statements;
     private final RelayCounters counters;
     private final RelayListener listener;
     private final Governor governor;
@@ -112,7 +118,7 @@ final class Lane implements Runnable {
         void fencingConflict(io.txoutbox.OutboxException conflict);
     }
 
-    Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelaySql sql,
+    Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelayStatements statements,
             RelayCounters counters, RelayListener listener, Governor governor) {
         this.config = config;
         this.listener = listener;
@@ -121,9 +127,10 @@ final class Lane implements Runnable {
         this.heartbeatNanos = config.leaseTimeout().toNanos() / 3;
         this.index = index;
         this.laneId = config.name() + "-" + index;
+        this.laneKey = AdvisoryLocks.relayLane(config.schema(), index).single();
         this.dataSource = dataSource;
         this.transport = transport;
-        this.sql = sql;
+        this.statements = statements;
         this.counters = counters;
         List<Integer> mine = new ArrayList<>();
         for (int s = 0; s < config.schema().shards(); s++) {
@@ -316,9 +323,8 @@ final class Lane implements Runnable {
                 connection.setAutoCommit(true);
                 isolation = LaneSession.configure(connection, config, laneId + " " + governor.instanceId());
             }
-            LaneLock.Result lock = LaneLock.tryAcquire(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
-                    sql.lockKey(RelaySql.LOCK_KIND_LANE_COUNT, config.lanes()), sql.otherLaneCounts(),
-                    config.lanes());
+            LaneLock.Result lock = LaneLock.tryAcquire(connection, AdvisoryLocks.relayLane(config.schema(), index),
+                    AdvisoryLocks.relayLaneCount(config.schema(), config.lanes()), config.lanes());
             if (lock.outcome() == LaneLock.Outcome.TAKEN) {
                 standby("another relay instance owns this lane");
                 releaseConnection(); // a standby holds no connection between tries
@@ -332,8 +338,8 @@ final class Lane implements Runnable {
                 releaseConnection();
                 return false;
             }
-            backendCheck.acquired(connection, sql.lockKey(RelaySql.LOCK_KIND_LANE, index)); // not behind a pooler
-            transportLane = Installation.read(connection, config.schema()).lane(laneId, index, governor.instanceId());
+            backendCheck.acquired(connection, laneKey); // not behind a pooler
+            transportLane = Installation.read(connection, statements).lane(laneId, index, governor.instanceId());
             commitTimestamps = tracksCommitTimestamps(connection);
             owner = true;
             lastLoopMillis = System.currentTimeMillis();
@@ -362,16 +368,13 @@ final class Lane implements Runnable {
 
     /** Whether the server records commit timestamps (a server setting: it changes only with a restart). */
     private boolean tracksCommitTimestamps(Connection c) throws SQLException {
-        try (Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT current_setting('track_commit_timestamp')")) {
-            boolean on = rs.next() && "on".equals(rs.getString(1));
-            if (!on && TOLD_NO_COMMIT_TIMESTAMPS.compareAndSet(false, true)) {
-                log.info("txoutbox-relay {}: track_commit_timestamp is off, so commit→ack latency counts from the "
-                        + "relay's claim of each event (turn it on in postgresql.conf to measure from the commit)",
-                        laneId);
-            }
-            return on;
+        boolean on = "on".equals(Jdbc.queryString(c, RelayStatements.TRACK_COMMIT_TIMESTAMP));
+        if (!on && TOLD_NO_COMMIT_TIMESTAMPS.compareAndSet(false, true)) {
+            log.info("txoutbox-relay {}: track_commit_timestamp is off, so commit→ack latency counts from the "
+                    + "relay's claim of each event (turn it on in postgresql.conf to measure from the commit)",
+                    laneId);
         }
+        return on;
     }
 
     private void standby(String reason) {
@@ -424,7 +427,7 @@ final class Lane implements Runnable {
             claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
             talked();
         } catch (SQLException e) {
-            rollbackQuietly(c);
+            Jdbc.rollbackQuietly(c);
             throw e;
         }
         if (batch.isEmpty()) {
@@ -448,8 +451,8 @@ final class Lane implements Runnable {
                 TestHooks.hit(TestHooks.AFTER_ACK_BEFORE_MARK); // the window that matters: acknowledged, not marked
             }
             outcome = record(c, batch, results, ackedAt);
-            io.txoutbox.OutboxException stop = fencing.check(c, sql.lockKey(RelaySql.LOCK_KIND_LANE, index),
-                    transportLane, Installation.table(config.schema()), results);
+            io.txoutbox.OutboxException stop = fencing.check(c, laneKey, transportLane,
+                    statements.installationTable(), results);
             if (stop != null && conflict == null) {
                 conflict = stop;
                 log.error("txoutbox-relay {}: {}", laneId, stop.getMessage());
@@ -474,22 +477,16 @@ final class Lane implements Runnable {
 
     /**
      * Sets {@link #firstWaiting} to the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short
-     * read of a small index, whatever the number of parked keys ({@link RelaySql#waiting}).
+     * read of a small index, whatever the number of parked keys ({@link RelayStatements#waiting}).
      */
     private void firstWaiting(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql.waiting)) {
-            ps.setArray(1, c.createArrayOf("integer", shards));
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                long first = rs.getLong(1);
-                firstWaiting = rs.wasNull() ? -1 : first;
-            }
-        }
+        firstWaiting = Jdbc.queryLong(c, statements.waiting(), c.createArrayOf("integer", shards)).orElse(-1);
     }
 
     private List<OutboxRecord> claim(Connection c, long from) throws SQLException {
         List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
-        try (PreparedStatement ps = c.prepareStatement(commitTimestamps ? sql.claimWithCommitTime : sql.claim)) {
+        try (PreparedStatement ps = c.prepareStatement(
+                commitTimestamps ? statements.claimWithCommitTime() : statements.claim())) {
             java.sql.Array lane = c.createArrayOf("integer", shards);
             ps.setLong(1, from);
             ps.setArray(2, lane);
@@ -502,7 +499,7 @@ final class Lane implements Runnable {
                 claimedAtNanos = System.nanoTime();
                 while (batchBytes < config.maxBatchBytes() && rs.next()) {
                     claimAgeMicros[batch.size()] = rs.getLong(14);
-                    OutboxRecord r = RelaySql.record(rs);
+                    OutboxRecord r = OutboxRows.record(rs);
                     batch.add(r);
                     batchBytes += r.valueSize();
                 }
@@ -637,8 +634,8 @@ final class Lane implements Runnable {
                 markRetries.succeeded();
                 break;
             } catch (SQLException e) {
-                rollbackQuietly(c);
-                if (isSessionLost(e)) {
+                Jdbc.rollbackQuietly(c);
+                if (PgErrors.isSessionLost(e)) {
                     markRetries.ended();
                     counters.fencedMarks.increment();
                     log.warn("txoutbox-relay {}: mark rejected: the lane's session ended (lease lost, SQLState {}); "
@@ -689,13 +686,13 @@ final class Lane implements Runnable {
 
     /** The statements of the mark transaction: delivered rows published, failures recorded (not committed). */
     private void mark(Connection c, List<Long> published, FailureUpdate update) throws SQLException {
-        if (sql.partitioned) {
+        if (statements.partitioned()) {
             try (Statement st = c.createStatement()) {
-                st.execute(RelaySql.GENERIC_PLANS);
+                st.execute(RelayStatements.GENERIC_PLANS);
             }
         }
         if (!published.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.markPublished))) {
+            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.markPublished()))) {
                 ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
                 int marked = ps.executeUpdate();
                 if (marked != published.size()) {
@@ -705,7 +702,7 @@ final class Lane implements Runnable {
             }
         }
         if (!update.ids.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(sql.recordFailures))) {
+            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.recordFailures()))) {
                 ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
                 ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
                 ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
@@ -898,22 +895,5 @@ final class Lane implements Runnable {
             Thread.currentThread().interrupt();
             stopping = true;
         }
-    }
-
-    private static void rollbackQuietly(Connection c) {
-        try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // the connection is broken; the loop reconnects
-        }
-    }
-
-    /**
-     * The session is gone: terminated by PostgreSQL (idle or admin timeouts, 57P0x; on 17+ the transaction timeout,
-     * 25P04) or the connection broke.
-     */
-    static boolean isSessionLost(SQLException e) {
-        String state = e.getSQLState();
-        return state != null && (state.startsWith("08") || state.startsWith("57P") || state.equals("25P04"));
     }
 }

@@ -2,6 +2,7 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.SessionLease;
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -28,9 +29,7 @@ final class LaneSession {
     static int configure(Connection c, RelayConfig config, String role) throws SQLException {
         int isolation = SessionLease.configure(c, settings(config, role));
         try (Statement st = c.createStatement()) {
-            // the claim's per-row probe of the waiting index is costed per candidate (about 68,000 for 2,000 rows):
-            // past jit_above_cost JIT compilation alone took 60 ms of a 30 ms claim (PostgreSQL 15)
-            st.execute("SET jit = off");
+            st.execute(RelayStatements.JIT_OFF); // the claim's JIT compilation cost more than the claim
         }
         return isolation;
     }

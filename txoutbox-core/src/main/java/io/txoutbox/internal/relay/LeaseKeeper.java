@@ -1,5 +1,6 @@
 package io.txoutbox.internal.relay;
 
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -243,7 +244,7 @@ final class LeaseKeeper implements AutoCloseable {
     /** The heartbeat, under the lock. */
     private boolean beat(Connection c) {
         try (Statement st = c.createStatement()) {
-            st.execute("SELECT 1");
+            st.execute(RelayStatements.HEARTBEAT);
             c.commit();
             talked();
             return true;

@@ -1,11 +1,11 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.pg.AdvisoryLocks;
+import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
@@ -25,7 +25,7 @@ final class Membership implements Runnable, AutoCloseable {
 
     private final RelayConfig config;
     private final DataSource dataSource;
-    private final RelaySql sql;
+    private final RelayStatements statements;
     private final String instanceId;
     private final Thread thread;
     private volatile boolean stopping;
@@ -35,11 +35,11 @@ final class Membership implements Runnable, AutoCloseable {
     private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private final int cap;
 
-    Membership(RelayConfig config, DataSource dataSource, RelaySql sql, String instanceId) {
+    Membership(RelayConfig config, DataSource dataSource, RelayStatements statements, String instanceId) {
         this.cap = Math.min(config.lanes(), config.maxLanesPerInstance());
         this.config = config;
         this.dataSource = dataSource;
-        this.sql = sql;
+        this.statements = statements;
         this.instanceId = instanceId;
         this.fairShare = Math.min(config.lanes(), config.maxLanesPerInstance());
         this.thread = new Thread(this, "txoutbox-relay-" + config.name() + "-members");
@@ -67,18 +67,10 @@ final class Membership implements Runnable, AutoCloseable {
                     connection = dataSource.getConnection();
                     connection.setAutoCommit(true);
                     isolation = LaneSession.configure(connection, config, "members " + instanceId);
-                    try (PreparedStatement ps = connection.prepareStatement("SELECT pg_advisory_lock_shared(?)")) {
-                        ps.setLong(1, sql.memberKey(config.lanes(), cap));
-                        ps.execute();
-                    }
+                    AdvisoryLocks.relayMember(config.schema(), config.lanes(), cap).lockShared(connection);
                 }
-                List<Integer> caps = new ArrayList<>();
-                try (Statement st = connection.createStatement();
-                        ResultSet rs = st.executeQuery(sql.memberCaps(config.lanes()))) {
-                    while (rs.next()) {
-                        caps.add(rs.getInt(1));
-                    }
-                }
+                List<Integer> caps = new ArrayList<>(Jdbc.queryInts(connection, RelayStatements.MEMBER_CAPS,
+                        statements.tableKeyHalf(), AdvisoryLocks.KIND_MEMBER, config.lanes()));
                 if (caps.isEmpty()) {
                     caps.add(cap); // our own lock is always there; an empty answer is a race with a reconnect
                 }

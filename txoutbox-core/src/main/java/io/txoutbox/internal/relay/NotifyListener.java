@@ -1,6 +1,7 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
+import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -19,13 +20,15 @@ final class NotifyListener implements Runnable, AutoCloseable {
     private final RelayConfig config;
     private final DataSource dataSource;
     private final Runnable onNotify;
+    private final RelayStatements statements;
     private final Thread thread;
     private volatile boolean stopping;
 
-    NotifyListener(RelayConfig config, DataSource dataSource, Runnable onNotify) {
+    NotifyListener(RelayConfig config, DataSource dataSource, RelayStatements statements, Runnable onNotify) {
         this.config = config;
         this.dataSource = dataSource;
         this.onNotify = onNotify;
+        this.statements = statements;
         this.thread = new Thread(this, "txoutbox-relay-" + config.name() + "-listen");
         this.thread.setDaemon(true);
     }
@@ -41,8 +44,7 @@ final class NotifyListener implements Runnable, AutoCloseable {
             try (Connection c = dataSource.getConnection()) {
                 c.setAutoCommit(true);
                 try (Statement st = c.createStatement()) {
-                    // the channel name is built from validated identifiers
-                    st.execute("LISTEN \"" + config.schema().notifyChannel() + "\"");
+                    st.execute(statements.listen());
                 }
                 org.postgresql.PGConnection pg = c.unwrap(org.postgresql.PGConnection.class);
                 log.info("txoutbox-relay {}: listening on {}", config.name(), config.schema().notifyChannel());
@@ -54,7 +56,7 @@ final class NotifyListener implements Runnable, AutoCloseable {
                     }
                 }
                 try (Statement st = c.createStatement()) {
-                    st.execute("UNLISTEN *");
+                    st.execute(RelayStatements.UNLISTEN_ALL);
                 }
             } catch (SQLException | RuntimeException e) {
                 if (stopping) {

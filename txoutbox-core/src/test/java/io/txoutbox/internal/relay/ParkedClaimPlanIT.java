@@ -6,6 +6,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
+import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
@@ -38,7 +39,7 @@ class ParkedClaimPlanIT {
 
     private TestDatabase db;
     private OutboxSchema schema;
-    private RelaySql sql;
+    private RelayStatements sql;
     private String table;
 
     @BeforeEach
@@ -46,7 +47,7 @@ class ParkedClaimPlanIT {
         db = postgres.database();
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("parked_plan").shards(8).build();
         schema.migrate(db.dataSource());
-        sql = new RelaySql(schema);
+        sql = new RelayStatements(schema);
         table = schema.qualifiedOutboxTable();
         String columns = " (topic, partition_key, aggregate_type, aggregate_id, event_type, payload";
         db.execute("ALTER TABLE " + table + " SET (autovacuum_enabled = false)",
@@ -107,7 +108,7 @@ class ParkedClaimPlanIT {
             throws Exception {
         try (Connection c = laneSession()) {
             for (long floor : new long[] {0, PARKED}) { // the sweep (no floor) and a claim above the parked heads
-                JsonNode result = explain(c, sql.claim, floor, ALL_SHARDS, ALL_SHARDS, LIMIT);
+                JsonNode result = explain(c, sql.claim(), floor, ALL_SHARDS, ALL_SHARDS, LIMIT);
                 JsonNode plan = result.get("Plan");
                 List<JsonNode> all = new ArrayList<>();
                 nodes(plan, all);
@@ -128,7 +129,7 @@ class ParkedClaimPlanIT {
                         + " blocks, " + result.path("Execution Time").asDouble() + " ms, " + shape);
             }
             // the read before the claim (the first row that backs off) takes a few blocks
-            JsonNode before = explain(c, sql.waiting, (Object) ALL_SHARDS);
+            JsonNode before = explain(c, sql.waiting(), (Object) ALL_SHARDS);
             assertThat(blocks(before.get("Plan"))).as("blocks read before the claim: %s", before).isLessThan(20);
             System.out.println("ParkedClaimPlanIT: before the claim " + blocks(before.get("Plan")) + " blocks, "
                     + before.path("Execution Time").asDouble() + " ms");

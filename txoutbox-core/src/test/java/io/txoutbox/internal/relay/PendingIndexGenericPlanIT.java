@@ -1,5 +1,6 @@
 package io.txoutbox.internal.relay;
 
+import io.txoutbox.internal.pg.RelayStatements;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import tools.jackson.databind.JsonNode;
@@ -54,13 +55,13 @@ class PendingIndexGenericPlanIT {
 
     /** The statements under test, by name, with their parameter types: the one place naming the relay's SQL. */
     private static Map<String, String[]> statements(OutboxSchema schema) {
-        RelaySql sql = new RelaySql(schema);
+        RelayStatements sql = new RelayStatements(schema);
         Map<String, String[]> out = new LinkedHashMap<>();
-        out.put("claim", new String[] {sql.claim, "bigint, integer[], integer[], integer", "0, '{0,1,2,3}',"
+        out.put("claim", new String[] {sql.claim(), "bigint, integer[], integer[], integer", "0, '{0,1,2,3}',"
                 + " '{0,1,2,3}', 100"});
-        out.put("claimWithCommitTime", new String[] {sql.claimWithCommitTime, "bigint, integer[], integer[], integer",
+        out.put("claimWithCommitTime", new String[] {sql.claimWithCommitTime(), "bigint, integer[], integer[], integer",
                 "0, '{0,1,2,3}', '{0,1,2,3}', 100"});
-        out.put("markPublished", new String[] {sql.markPublished, "bigint[]", "'{1,2,3}'"});
+        out.put("markPublished", new String[] {sql.markPublished(), "bigint[]", "'{1,2,3}'"});
         return out;
     }
 

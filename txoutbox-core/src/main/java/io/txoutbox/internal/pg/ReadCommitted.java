@@ -1,4 +1,4 @@
-package io.txoutbox.internal;
+package io.txoutbox.internal.pg;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;

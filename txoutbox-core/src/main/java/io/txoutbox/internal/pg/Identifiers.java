@@ -1,6 +1,7 @@
-package io.txoutbox.internal;
+package io.txoutbox.internal.pg;
 
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.internal.MessageRules;
 import java.util.regex.Pattern;
 
 /** Validation and quoting of SQL identifiers that come from configuration. */
