@@ -100,6 +100,34 @@ public final class Checks {
         return value;
     }
 
+    /**
+     * A consumer's name, the key of its rows in the inbox tables: 1 to 200 characters without control characters.
+     * The one rule of every place that takes a consumer name as a setting; the message names the setting.
+     */
+    public static String consumer(String property, String value) {
+        if (!isConsumer(value)) {
+            throw invalid(property, consumerProblem(value));
+        }
+        return value;
+    }
+
+    /** {@link #consumer}'s rule for a consumer passed as a method argument: the message names no setting. */
+    public static String consumerArgument(String argument, String value) {
+        if (!isConsumer(value)) {
+            throw new InvalidConfigurationException(argument + " " + consumerProblem(value));
+        }
+        return value;
+    }
+
+    private static boolean isConsumer(String value) {
+        return value != null && !value.isEmpty() && value.length() <= 200
+                && value.chars().noneMatch(Character::isISOControl);
+    }
+
+    private static String consumerProblem(String value) {
+        return "must be 1 to 200 characters without control characters, was " + quoted(value);
+    }
+
     private static String quoted(String value) {
         return value == null ? "null" : "'" + value + "'";
     }
