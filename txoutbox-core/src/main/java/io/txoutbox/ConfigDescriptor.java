@@ -162,6 +162,9 @@ public final class ConfigDescriptor<B, C> {
             if (boxed == Duration.class) {
                 return Values.parseDuration(text);
             }
+            if (boxed == java.time.Instant.class) {
+                return java.time.Instant.parse(text.trim());
+            }
             if (boxed == String.class) {
                 return text;
             }
