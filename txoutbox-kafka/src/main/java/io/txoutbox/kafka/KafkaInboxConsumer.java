@@ -693,14 +693,12 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
         /** Consumer properties in bulk (e.g. the TLS or SASL settings), as {@link #property} one by one. */
         public Builder properties(Map<String, ?> properties) {
-            properties.forEach(this::property);
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
         public Builder properties(Properties properties) {
-            for (String key : properties.stringPropertyNames()) {
-                property(key, properties.getProperty(key));
-            }
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 

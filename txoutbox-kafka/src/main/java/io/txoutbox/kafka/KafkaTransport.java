@@ -350,14 +350,12 @@ public final class KafkaTransport implements Transport {
         }
 
         public Builder properties(Map<String, ?> properties) {
-            properties.forEach(this::property);
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
         public Builder properties(Properties properties) {
-            for (String key : properties.stringPropertyNames()) {
-                property(key, properties.getProperty(key));
-            }
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
