@@ -4,7 +4,7 @@ import io.txoutbox.Inbox;
 import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxMessage;
-import io.txoutbox.InboxWorkerConfig;
+
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
@@ -806,7 +806,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             if (consumerName == null) {
                 consumerName = groupId;
             }
-            InboxWorkerConfig.requireConsumer("kafkaInbox.consumerName", consumerName);
+            io.txoutbox.internal.config.Checks.consumer("kafkaInbox.consumer", consumerName);
             if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
                 throw new InvalidConfigurationException(
                         "kafkaInbox.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
