@@ -108,6 +108,10 @@ public final class ConfigDescriptor<B, C> {
                 throw new InvalidConfigurationException(e.getKey() + " is not a setting of " + component
                         + " (" + prefix + "); its settings are " + String.join(", ", bindings.keySet()));
             }
+            if (parsed.containsKey(b)) {
+                throw new InvalidConfigurationException(b.setting().property() + " is given twice (as "
+                        + e.getKey() + " and by its other name): give it once");
+            }
             parsed.put(b, parse(b.setting(), e.getValue()));
         }
         parsed.forEach((b, v) -> b.setter().accept(builder, v));
