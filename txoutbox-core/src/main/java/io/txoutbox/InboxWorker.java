@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.inbox.DefaultInboxWorker;
 import io.txoutbox.internal.inbox.HandlerFailures;
 import io.txoutbox.spi.InboxListener;
@@ -70,7 +71,7 @@ public interface InboxWorker extends AutoCloseable {
         private int lanes = InboxWorkerConfig.DEFAULT_LANES;
         private int batchSize = InboxWorkerConfig.DEFAULT_BATCH_SIZE;
         private Duration pollInterval = InboxWorkerConfig.DEFAULT_POLL_INTERVAL;
-        private RetryPolicy retry = RetryPolicy.defaults();
+        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
         private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private InboxListener listener = InboxListener.none();
@@ -134,9 +135,23 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
+        /** Per-key retries, default {@link RetryPolicy#defaults()}. */
         public Builder retry(RetryPolicy retry) {
-            this.retry = retry;
+            this.retry.set(retry);
             return this;
+        }
+
+        /**
+         * Applies settings by their names in {@link InboxWorkerConfig#DESCRIPTOR} ({@code "batch-size"} or
+         * {@code "txoutbox.inbox-worker.batch-size"}), each value its text form ({@code "500"}, {@code "250ms"}) or
+         * typed; an unknown name or an unreadable value fails and changes nothing.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return InboxWorkerConfig.DESCRIPTOR.apply(this, settings);
+        }
+
+        RetryDraft retryDraft() {
+            return retry;
         }
 
         public Builder failurePolicy(FailurePolicy failurePolicy) {
@@ -199,7 +214,7 @@ public interface InboxWorker extends AutoCloseable {
                         + "processes rows through connections of its own");
             }
             InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
-                    batchSize, pollInterval, retry, failurePolicy, permanentFailure, logPartitionKeys, leaseTimeout,
+                    batchSize, pollInterval, retry.toPolicy(), failurePolicy, permanentFailure, logPartitionKeys, leaseTimeout,
                     handlerTimeout);
             if (listener == null) {
                 throw new InvalidConfigurationException("inboxWorker.listener must not be null; leave it unset for "

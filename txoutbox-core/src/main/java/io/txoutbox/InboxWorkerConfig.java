@@ -1,8 +1,9 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.Values;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Objects;
 import java.util.function.Predicate;
 
 /** The inbox worker's validated, immutable configuration; see {@link InboxWorker.Builder} for each value. */
@@ -37,40 +38,74 @@ public record InboxWorkerConfig(
     /** A handler's time budget; at most half the lease (see {@link InboxWorker.Builder#handlerTimeout}). */
     public static final Duration DEFAULT_HANDLER_TIMEOUT = Duration.ofSeconds(5);
 
+    /**
+     * Every setting of the inbox worker, as the starter, the CLI and the docs name them
+     * ({@code txoutbox.inbox-worker.*}). Handlers, the default handler, the permanent-failure predicate, the schema
+     * and the listener are builder calls only.
+     */
+    public static final ConfigDescriptor<InboxWorker.Builder, InboxWorkerConfig> DESCRIPTOR =
+            ConfigDescriptor.<InboxWorker.Builder, InboxWorkerConfig>define("inboxWorker")
+                    .add("consumer", String.class, null, "", "The consumer whose inbox rows this worker processes "
+                            + "(required)", InboxWorker.Builder::consumer, InboxWorkerConfig::consumer)
+                    .add("name", String.class, DEFAULT_NAME, "", "Names the worker in logs and thread names",
+                            InboxWorker.Builder::name, InboxWorkerConfig::name)
+                    .add("lanes", Integer.class, DEFAULT_LANES, "", "Lanes (threads), 1 to " + INBOX_SHARDS
+                            + "; the same in all workers of a consumer", InboxWorker.Builder::lanes,
+                            InboxWorkerConfig::lanes)
+                    .add("batchSize", Integer.class, DEFAULT_BATCH_SIZE, "events", "Events per transaction (1 to "
+                            + MAX_BATCH_SIZE + ")", InboxWorker.Builder::batchSize, InboxWorkerConfig::batchSize)
+                    .add("pollInterval", Duration.class, DEFAULT_POLL_INTERVAL, "", "How often an idle lane looks "
+                            + "for work without a nudge", InboxWorker.Builder::pollInterval,
+                            InboxWorkerConfig::pollInterval)
+                    .add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
+                            + "of one event before the failure policy applies",
+                            (b, v) -> b.retryDraft().maxAttempts = v, c -> c.retry().maxAttempts())
+                    .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
+                            + "wait after its first failure", (b, v) -> b.retryDraft().initialBackoff = v,
+                            c -> c.retry().initialBackoff())
+                    .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
+                            + "of a key between attempts", (b, v) -> b.retryDraft().maxBackoff = v,
+                            c -> c.retry().maxBackoff())
+                    .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
+                            + "per failed attempt (>= 1.0)", (b, v) -> b.retryDraft().multiplier = v,
+                            c -> c.retry().multiplier())
+                    .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
+                            + "wait, in [0, 1)", (b, v) -> b.retryDraft().jitter = v, c -> c.retry().jitter())
+                    .add("failurePolicy", FailurePolicy.class, DEFAULT_FAILURE_POLICY, "", "What happens to an event"
+                            + " that used up its attempts: PARK_KEY, DEAD_LETTER_AND_CONTINUE, ...",
+                            InboxWorker.Builder::failurePolicy, InboxWorkerConfig::failurePolicy)
+                    .add("logPartitionKeys", Boolean.class, DEFAULT_LOG_PARTITION_KEYS, "", "Write partition keys "
+                            + "into log lines instead of their tags", InboxWorker.Builder::logPartitionKeys,
+                            InboxWorkerConfig::logPartitionKeys)
+                    .add("leaseTimeout", Duration.class, DEFAULT_LEASE_TIMEOUT, "", "How long a lane stays owned "
+                            + "by a worker that stopped answering (>= 1s)", InboxWorker.Builder::leaseTimeout,
+                            InboxWorkerConfig::leaseTimeout)
+                    .add("handlerTimeout", Duration.class, DEFAULT_HANDLER_TIMEOUT, "", "A handler's time budget; "
+                            + "at most half of lease-timeout", InboxWorker.Builder::handlerTimeout,
+                            InboxWorkerConfig::handlerTimeout)
+                    .build();
+
     public InboxWorkerConfig {
-        Objects.requireNonNull(schema, "inboxWorker.schema must not be null");
-        Objects.requireNonNull(retry, "inboxWorker.retry must not be null");
-        Objects.requireNonNull(failurePolicy, "inboxWorker.failurePolicy must not be null");
-        Objects.requireNonNull(permanentFailure, "inboxWorker.permanentFailure must not be null");
-        requireConsumer("inboxWorker.consumer", consumer);
-        handlers = Map.copyOf(Objects.requireNonNull(handlers, "inboxWorker.handlers"));
+        Checks.notNull("inboxWorker.schema", schema);
+        Checks.notNull("inboxWorker.retry", retry);
+        Checks.notNull("inboxWorker.failurePolicy", failurePolicy);
+        Checks.notNull("inboxWorker.permanentFailure", permanentFailure);
+        Checks.consumer("inboxWorker.consumer", consumer);
+        handlers = Map.copyOf(Checks.notNull("inboxWorker.handlers", handlers));
         if (handlers.isEmpty() && defaultHandler == null) {
             throw new InvalidConfigurationException("inboxWorker needs at least one handler: "
                     + "handler(eventType, handler) or defaultHandler(handler)");
         }
-        if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
-            throw new InvalidConfigurationException(
-                    "inboxWorker.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
-        }
-        if (lanes < 1 || lanes > INBOX_SHARDS) {
-            throw new InvalidConfigurationException("inboxWorker.lanes must be between 1 and " + INBOX_SHARDS
-                    + ", was " + lanes);
-        }
-        if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
-            throw new InvalidConfigurationException(
-                    "inboxWorker.batchSize must be between 1 and " + MAX_BATCH_SIZE + ", was " + batchSize);
-        }
-        if (pollInterval == null || pollInterval.isNegative() || pollInterval.isZero()) {
-            throw new InvalidConfigurationException("inboxWorker.pollInterval must be > 0, was " + pollInterval);
-        }
+        Checks.name("inboxWorker.name", name);
+        Checks.between("inboxWorker.lanes", lanes, 1, INBOX_SHARDS);
+        Checks.between("inboxWorker.batchSize", batchSize, 1, MAX_BATCH_SIZE);
+        Checks.positive("inboxWorker.pollInterval", pollInterval);
         if (leaseTimeout == null || leaseTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
-            throw new InvalidConfigurationException("inboxWorker.leaseTimeout must be >= 1 s, was " + leaseTimeout);
+            throw Checks.invalid("inboxWorker.leaseTimeout", "must be >= 1 s, was " + Values.format(leaseTimeout));
         }
-        if (handlerTimeout == null || handlerTimeout.isNegative() || handlerTimeout.isZero()) {
-            throw new InvalidConfigurationException("inboxWorker.handlerTimeout must be > 0, was " + handlerTimeout);
-        }
+        Checks.positive("inboxWorker.handlerTimeout", handlerTimeout);
         if (handlerTimeout.multipliedBy(2).compareTo(leaseTimeout) > 0) {
-            throw new InvalidConfigurationException("inboxWorker.handlerTimeout (" + handlerTimeout + ") must be at"
+            throw Checks.invalid("inboxWorker.handlerTimeout", "(" + handlerTimeout + ") must be at"
                     + " most half of inboxWorker.leaseTimeout (" + leaseTimeout + "): a handler runs inside its"
                     + " batch's transaction, and a session that waits in it for the lease is ended with the batch;"
                     + " raise leaseTimeout to at least twice the handler's budget, or lower handlerTimeout");
@@ -85,14 +120,12 @@ public record InboxWorkerConfig(
                 permanentFailure, logPartitionKeys, DEFAULT_LEASE_TIMEOUT, DEFAULT_HANDLER_TIMEOUT);
     }
 
-    /** Consumer names: 1 to 200 characters, no control characters. */
+    /**
+     * Consumer names: 1 to 200 characters, no control characters ({@code Checks.consumer}'s rule). For a consumer
+     * passed as an argument: the message names the argument and no setting.
+     */
     public static String requireConsumer(String property, String consumer) {
-        if (consumer == null || consumer.isEmpty() || consumer.length() > 200
-                || consumer.chars().anyMatch(Character::isISOControl)) {
-            throw new InvalidConfigurationException(property + " must be 1 to 200 characters without control "
-                    + "characters, was " + (consumer == null ? "null" : "'" + consumer + "'"));
-        }
-        return consumer;
+        return Checks.consumerArgument(property, consumer);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,13 +35,12 @@ import javax.sql.DataSource;
  */
 public final class OutboxHealth {
 
-    /** Default: alert when an event waits longer than this. */
-    public static final Duration DEFAULT_MAX_EVENT_AGE = Duration.ofMinutes(5);
-    /**
-     * Default: a lane is stuck when it has not gone round its loop for this long. Above the relay's default
-     * {@code sendTimeout} (30 s), the longest a healthy lane waits for one batch.
-     */
-    public static final Duration DEFAULT_MAX_LOOP_STALL = Duration.ofSeconds(60);
+    /** {@link HealthConfig#DEFAULT_MAX_EVENT_AGE}. */
+    @Deprecated(forRemoval = true)
+    public static final Duration DEFAULT_MAX_EVENT_AGE = HealthConfig.DEFAULT_MAX_EVENT_AGE;
+    /** {@link HealthConfig#DEFAULT_MAX_LOOP_STALL}. */
+    @Deprecated(forRemoval = true)
+    public static final Duration DEFAULT_MAX_LOOP_STALL = HealthConfig.DEFAULT_MAX_LOOP_STALL;
 
     public enum Status { UP, DOWN }
 
@@ -66,6 +66,7 @@ public final class OutboxHealth {
     }
 
     private final DataSource dataSource;
+    private final HealthConfig config;
     private final OutboxSchema schema;
     private final PollingRelay relay;
     private final Duration maxEventAge;
@@ -74,13 +75,19 @@ public final class OutboxHealth {
     private long lastParked = -1;
     private long lastDead = -1;
 
-    private OutboxHealth(Builder b) {
+    private OutboxHealth(Builder b, HealthConfig config) {
         this.dataSource = b.dataSource;
-        this.schema = b.schema;
+        this.config = config;
+        this.schema = config.schema();
         this.relay = b.relay;
-        this.maxEventAge = b.maxEventAge;
-        this.maxLoopStall = b.maxLoopStall;
+        this.maxEventAge = config.maxEventAge();
+        this.maxLoopStall = config.maxLoopStall();
         this.clock = b.clock;
+    }
+
+    /** The thresholds this check applies. */
+    public HealthConfig config() {
+        return config;
     }
 
     public static Builder builder() {
@@ -139,8 +146,8 @@ public final class OutboxHealth {
         private DataSource dataSource;
         private OutboxSchema schema = OutboxSchema.defaults();
         private PollingRelay relay;
-        private Duration maxEventAge = DEFAULT_MAX_EVENT_AGE;
-        private Duration maxLoopStall = DEFAULT_MAX_LOOP_STALL;
+        private Duration maxEventAge = HealthConfig.DEFAULT_MAX_EVENT_AGE;
+        private Duration maxLoopStall = HealthConfig.DEFAULT_MAX_LOOP_STALL;
         private Clock clock = Clock.systemUTC();
 
         private Builder() {
@@ -163,14 +170,14 @@ public final class OutboxHealth {
             return this;
         }
 
-        /** DOWN when a topic's oldest pending event is older; default {@link #DEFAULT_MAX_EVENT_AGE}. */
+        /** DOWN when a topic's oldest pending event is older; default {@link HealthConfig#DEFAULT_MAX_EVENT_AGE}. */
         public Builder maxEventAge(Duration maxEventAge) {
             this.maxEventAge = maxEventAge;
             return this;
         }
 
         /**
-         * DOWN when an owned lane has not gone round its loop for longer; default {@link #DEFAULT_MAX_LOOP_STALL}.
+         * DOWN when an owned lane has not gone round its loop for longer; default {@link HealthConfig#DEFAULT_MAX_LOOP_STALL}.
          * Keep it above the relay's {@code sendTimeout} and {@code outageBackoffMax}.
          */
         public Builder maxLoopStall(Duration maxLoopStall) {
@@ -184,27 +191,27 @@ public final class OutboxHealth {
             return this;
         }
 
+        /**
+         * Applies settings by their names in {@link HealthConfig#DESCRIPTOR} ({@code "max-event-age"} or
+         * {@code "txoutbox.health.max-event-age"}), as text or typed values; a bad one changes nothing.
+         */
+        public Builder settings(java.util.Map<String, ?> settings) {
+            return HealthConfig.DESCRIPTOR.apply(this, settings);
+        }
+
         public OutboxHealth build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("health.dataSource is required: the check reads the outbox "
                         + "table");
             }
-            Objects.requireNonNull(schema, "health.schema must not be null");
             Objects.requireNonNull(clock, "health.clock must not be null");
-            positive("health.maxEventAge", maxEventAge);
-            positive("health.maxLoopStall", maxLoopStall);
+            HealthConfig config = new HealthConfig(schema, maxEventAge, maxLoopStall);
             if (relay != null && maxLoopStall.compareTo(relay.config().sendTimeout()) <= 0) {
-                throw new InvalidConfigurationException("health.maxLoopStall (" + maxLoopStall + ") must be longer "
-                        + "than the relay's sendTimeout (" + relay.config().sendTimeout() + "): a healthy lane may "
-                        + "wait that long for one batch");
+                throw Checks.invalid("health.maxLoopStall", "(" + maxLoopStall + ") must be longer than the relay's "
+                        + "sendTimeout (" + relay.config().sendTimeout() + "): a healthy lane may wait that long for "
+                        + "one batch");
             }
-            return new OutboxHealth(this);
-        }
-
-        private static void positive(String property, Duration d) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new InvalidConfigurationException(property + " must be > 0, was " + d);
-            }
+            return new OutboxHealth(this, config);
         }
     }
 }

@@ -1,12 +1,10 @@
 package io.txoutbox;
 
-import io.txoutbox.internal.MessageRules;
 import io.txoutbox.internal.relay.DefaultOutboxReplay;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Objects;
 import java.util.UUID;
 import javax.sql.DataSource;
 
@@ -53,9 +51,9 @@ public interface OutboxReplay {
     String REPLAY_HEADER = "txoutbox_replay";
 
     /** A rebuilt read model must not miss events: by default a replay waits for the ones not published yet. */
-    WhenUnpublished DEFAULT_WHEN_UNPUBLISHED = WhenUnpublished.WAIT;
+    WhenUnpublished DEFAULT_WHEN_UNPUBLISHED = ReplayConfig.DEFAULT_WHEN_UNPUBLISHED;
     /** The longest a run waits for one event (or for the range's writers to settle) before it returns. */
-    Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(10);
+    Duration DEFAULT_WAIT_TIMEOUT = ReplayConfig.DEFAULT_WAIT_TIMEOUT;
     /** How many skipped events a result lists one by one; {@link Result#skipped()} counts all of them. */
     int MAX_REPORTED = 1_000;
 
@@ -100,6 +98,9 @@ public interface OutboxReplay {
     /** An event of the range that was not replayed: its ids, its state when the replay went by, and why. */
     record Skipped(UUID eventId, long id, String topic, String state, SkipReason reason) {
     }
+
+    /** The validated configuration this replay runs with. */
+    ReplayConfig config();
 
     static Builder builder() {
         return new Builder();
@@ -150,14 +151,14 @@ public interface OutboxReplay {
         String eventType;
         Instant createdFrom;
         Instant createdTo;
-        long idFrom = 1;
-        long idTo = Long.MAX_VALUE;
-        double maxRate;
-        int batchSize = 1_000;
-        Duration sendTimeout = Duration.ofSeconds(30);
-        Duration retryBackoffMax = Duration.ofSeconds(5);
-        WhenUnpublished whenUnpublished = DEFAULT_WHEN_UNPUBLISHED;
-        Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
+        long idFrom = ReplayConfig.DEFAULT_ID_FROM;
+        long idTo = ReplayConfig.DEFAULT_ID_TO;
+        double maxRate = ReplayConfig.DEFAULT_MAX_RATE;
+        int batchSize = ReplayConfig.DEFAULT_BATCH_SIZE;
+        Duration sendTimeout = ReplayConfig.DEFAULT_SEND_TIMEOUT;
+        Duration retryBackoffMax = ReplayConfig.DEFAULT_RETRY_BACKOFF_MAX;
+        WhenUnpublished whenUnpublished = ReplayConfig.DEFAULT_WHEN_UNPUBLISHED;
+        Duration waitTimeout = ReplayConfig.DEFAULT_WAIT_TIMEOUT;
 
         private Builder() {
         }
@@ -268,115 +269,111 @@ public interface OutboxReplay {
             if (transport == null) {
                 throw new InvalidConfigurationException("replay.transport is required: where should the events go?");
             }
-            Objects.requireNonNull(schema, "schema");
-            if (name == null || !name.matches("[a-zA-Z0-9._-]{1,100}")) {
-                throw new InvalidConfigurationException("replay.name must be 1 to 100 characters of [a-zA-Z0-9._-] "
-                        + "(it names the checkpoint and the header value), was '" + name + "'");
-            }
-            if (toTopic != null && !MessageRules.isValidTopic(toTopic)) {
-                throw new InvalidConfigurationException("replay.toTopic '" + toTopic
-                        + "' is not a valid Kafka topic name (1 to 249 characters from [a-zA-Z0-9._-], not '.' or '..')");
-            }
-            if (batchSize < 1 || batchSize > 100_000) {
-                throw new InvalidConfigurationException("replay.batchSize must be between 1 and 100000, was "
-                        + batchSize);
-            }
-            if (maxRate < 0 || Double.isNaN(maxRate)) {
-                throw new InvalidConfigurationException("replay.maxRate must be >= 0 (0 = unlimited), was " + maxRate);
-            }
-            if (idFrom > idTo) {
-                throw new InvalidConfigurationException("replay.idBetween: from " + idFrom + " is after to " + idTo);
-            }
-            if ((createdFrom == null) != (createdTo == null)
-                    || (createdFrom != null && !createdFrom.isBefore(createdTo))) {
-                throw new InvalidConfigurationException("replay.createdBetween needs from before to, was " + createdFrom
-                        + " .. " + createdTo);
-            }
-            if (sendTimeout == null || sendTimeout.isNegative() || sendTimeout.isZero()) {
-                throw new InvalidConfigurationException("replay.sendTimeout must be > 0, was " + sendTimeout);
-            }
-            if (whenUnpublished == null) {
-                throw new InvalidConfigurationException("replay.whenUnpublished must not be null: WAIT or REPORT");
-            }
-            if (waitTimeout == null || waitTimeout.isNegative() || waitTimeout.isZero()) {
-                throw new InvalidConfigurationException("replay.waitTimeout must be > 0, was " + waitTimeout);
-            }
-            return new DefaultOutboxReplay(this);
+            return new DefaultOutboxReplay(dataSource, transport, new ReplayConfig(schema, name, toTopic, topic,
+                    aggregateType, aggregateId, eventType, createdFrom, createdTo, idFrom, idTo, maxRate, batchSize,
+                    sendTimeout, retryBackoffMax, whenUnpublished, waitTimeout));
         }
 
-        // read by the implementation
+        /**
+         * Applies settings by their names in {@link ReplayConfig#DESCRIPTOR} ({@code "batch-size"} or
+         * {@code "txoutbox.replay.batch-size"}), as text or typed values; a bad one changes nothing.
+         */
+        public Builder settings(java.util.Map<String, ?> settings) {
+            return ReplayConfig.DESCRIPTOR.apply(this, settings);
+        }
+
+        // read by the implementation before ReplayConfig; the implementation now reads the record
+        @Deprecated(forRemoval = true)
         public DataSource dataSource() {
             return dataSource;
         }
 
+        @Deprecated(forRemoval = true)
         public OutboxSchema schema() {
             return schema;
         }
 
+        @Deprecated(forRemoval = true)
         public Transport transport() {
             return transport;
         }
 
+        @Deprecated(forRemoval = true)
         public String name() {
             return name;
         }
 
+        @Deprecated(forRemoval = true)
         public String toTopic() {
             return toTopic;
         }
 
+        @Deprecated(forRemoval = true)
         public String topic() {
             return topic;
         }
 
+        @Deprecated(forRemoval = true)
         public String aggregateType() {
             return aggregateType;
         }
 
+        @Deprecated(forRemoval = true)
         public String aggregateId() {
             return aggregateId;
         }
 
+        @Deprecated(forRemoval = true)
         public String eventType() {
             return eventType;
         }
 
+        @Deprecated(forRemoval = true)
         public Instant createdFrom() {
             return createdFrom;
         }
 
+        @Deprecated(forRemoval = true)
         public Instant createdTo() {
             return createdTo;
         }
 
+        @Deprecated(forRemoval = true)
         public long idFrom() {
             return idFrom;
         }
 
+        @Deprecated(forRemoval = true)
         public long idTo() {
             return idTo;
         }
 
+        @Deprecated(forRemoval = true)
         public double maxRate() {
             return maxRate;
         }
 
+        @Deprecated(forRemoval = true)
         public int batchSize() {
             return batchSize;
         }
 
+        @Deprecated(forRemoval = true)
         public Duration sendTimeout() {
             return sendTimeout;
         }
 
+        @Deprecated(forRemoval = true)
         public Duration retryBackoffMax() {
             return retryBackoffMax;
         }
 
+        @Deprecated(forRemoval = true)
         public WhenUnpublished whenUnpublished() {
             return whenUnpublished;
         }
 
+        @Deprecated(forRemoval = true)
         public Duration waitTimeout() {
             return waitTimeout;
         }

@@ -5,7 +5,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Objects;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -39,14 +39,6 @@ import javax.sql.DataSource;
  * it for that long) and is retried by the next run. The batched delete then runs on the default partition only.
  */
 public interface OutboxRetention extends AutoCloseable {
-
-    Duration DEFAULT_RETENTION = Duration.ofDays(7);
-    int DEFAULT_BATCH_SIZE = 5_000;
-    Duration DEFAULT_PAUSE_BETWEEN_BATCHES = Duration.ofMillis(20);
-    Duration DEFAULT_INTERVAL = Duration.ofHours(1);
-    Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(1);
-    Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
-    Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
     /**
      * What one run removed: outbox rows {@code deleted} in {@code batches} transactions (the largest deleted
@@ -92,23 +84,23 @@ public interface OutboxRetention extends AutoCloseable {
         return new Builder();
     }
 
-    /** The validated configuration. */
-    record Config(DataSource dataSource, OutboxSchema schema, Duration retention, int batchSize,
-            Duration pauseBetweenBatches, Duration interval, Duration lockTimeout, Duration statementTimeout,
-            Duration closeTimeout, Clock clock, Duration processedEventRetention, Duration inboxRetention) {
-    }
+    /** The validated configuration this job runs with. */
+    RetentionConfig config();
 
-    /** Validating builder; {@link #build()} fails fast and names the property at fault. */
+    /**
+     * Validating builder; {@link #build()} fails fast and names the property at fault (the defaults are
+     * {@link RetentionConfig}'s {@code DEFAULT_*}).
+     */
     final class Builder {
         private DataSource dataSource;
         private OutboxSchema schema = OutboxSchema.defaults();
-        private Duration retention = DEFAULT_RETENTION;
-        private int batchSize = DEFAULT_BATCH_SIZE;
-        private Duration pauseBetweenBatches = DEFAULT_PAUSE_BETWEEN_BATCHES;
-        private Duration interval = DEFAULT_INTERVAL;
-        private Duration lockTimeout = DEFAULT_LOCK_TIMEOUT;
-        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
-        private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+        private Duration retention = RetentionConfig.DEFAULT_RETENTION;
+        private int batchSize = RetentionConfig.DEFAULT_BATCH_SIZE;
+        private Duration pauseBetweenBatches = RetentionConfig.DEFAULT_PAUSE_BETWEEN_BATCHES;
+        private Duration interval = RetentionConfig.DEFAULT_INTERVAL;
+        private Duration lockTimeout = RetentionConfig.DEFAULT_LOCK_TIMEOUT;
+        private Duration statementTimeout = RetentionConfig.DEFAULT_STATEMENT_TIMEOUT;
+        private Duration closeTimeout = RetentionConfig.DEFAULT_CLOSE_TIMEOUT;
         private Clock clock = Clock.systemUTC();
         private Duration processedEventRetention;
         private Duration inboxRetention;
@@ -185,42 +177,36 @@ public interface OutboxRetention extends AutoCloseable {
             return this;
         }
 
+        /** The {@code processed_event} age of {@link #inboxRetention(Duration, Duration)}, set on its own. */
+        public Builder processedEventRetention(Duration processedEventRetention) {
+            this.processedEventRetention = processedEventRetention;
+            return this;
+        }
+
+        /** The {@code PROCESSED} inbox row age of {@link #inboxRetention(Duration, Duration)}, set on its own. */
+        public Builder inboxRetention(Duration inboxRetention) {
+            this.inboxRetention = inboxRetention;
+            return this;
+        }
+
+        /**
+         * Applies settings by their names in {@link RetentionConfig#DESCRIPTOR} ({@code "batch-size"} or
+         * {@code "txoutbox.retention.batch-size"}), as text or typed values; a bad one changes nothing.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return RetentionConfig.DESCRIPTOR.apply(this, settings);
+        }
+
         public OutboxRetention build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("retention.dataSource is required");
             }
-            Objects.requireNonNull(schema, "retention.schema");
-            requireAtLeast("retention.retention", retention, Duration.ZERO);
-            if (batchSize < 1 || batchSize > 100_000) {
-                throw new InvalidConfigurationException("retention.batchSize must be between 1 and 100000, was "
-                        + batchSize);
-            }
-            requireAtLeast("retention.pauseBetweenBatches", pauseBetweenBatches, Duration.ZERO);
-            requireAtLeast("retention.interval", interval, Duration.ofMillis(1));
-            requireAtLeast("retention.lockTimeout", lockTimeout, Duration.ofMillis(1));
-            requireAtLeast("retention.statementTimeout", statementTimeout, Duration.ofMillis(1));
-            requireAtLeast("retention.closeTimeout", closeTimeout, Duration.ZERO);
             if (clock == null) {
                 throw new InvalidConfigurationException("retention.clock must not be null");
             }
-            if ((processedEventRetention == null) != (inboxRetention == null)) {
-                throw new InvalidConfigurationException("retention.inboxRetention needs both ages, was "
-                        + processedEventRetention + " and " + inboxRetention);
-            }
-            if (processedEventRetention != null) {
-                requireAtLeast("retention.inboxRetention.processedEventRetention", processedEventRetention,
-                        Duration.ZERO);
-                requireAtLeast("retention.inboxRetention.inboxRetention", inboxRetention, Duration.ZERO);
-            }
-            return new DefaultOutboxRetention(new Config(dataSource, schema, retention, batchSize,
-                    pauseBetweenBatches, interval, lockTimeout, statementTimeout, closeTimeout, clock,
+            return new DefaultOutboxRetention(dataSource, clock, new RetentionConfig(schema, retention, batchSize,
+                    pauseBetweenBatches, interval, lockTimeout, statementTimeout, closeTimeout,
                     processedEventRetention, inboxRetention));
-        }
-
-        private static void requireAtLeast(String property, Duration value, Duration min) {
-            if (value == null || value.compareTo(min) < 0) {
-                throw new InvalidConfigurationException(property + " must be >= " + min + ", was " + value);
-            }
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.relay.DefaultPollingRelay;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
@@ -114,8 +115,8 @@ public interface PollingRelay extends AutoCloseable {
         private Duration transactionTimeout = RelayConfig.DEFAULT_TRANSACTION_TIMEOUT;
         private Duration outageBackoffMax = RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX;
         private Duration leaseTimeout = RelayConfig.DEFAULT_LEASE_TIMEOUT;
-        private int maxLanesPerInstance = Integer.MAX_VALUE;
-        private RetryPolicy retry = RetryPolicy.defaults();
+        private int maxLanesPerInstance = RelayConfig.DEFAULT_MAX_LANES_PER_INSTANCE;
+        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
         private boolean listenNotify;
@@ -223,9 +224,23 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /** Per-key retries, default {@link RetryPolicy#defaults()}. */
         public Builder retry(RetryPolicy retry) {
-            this.retry = retry;
+            this.retry.set(retry);
             return this;
+        }
+
+        /**
+         * Applies settings by their names in {@link RelayConfig#DESCRIPTOR} ({@code "batch-size"} or
+         * {@code "txoutbox.relay.batch-size"}), each value its text form ({@code "500"}, {@code "250ms"}) or typed;
+         * an unknown name or an unreadable value fails and changes nothing.
+         */
+        public Builder settings(java.util.Map<String, ?> settings) {
+            return RelayConfig.DESCRIPTOR.apply(this, settings);
+        }
+
+        RetryDraft retryDraft() {
+            return retry;
         }
 
         public Builder failurePolicy(FailurePolicy failurePolicy) {
@@ -282,7 +297,7 @@ public interface PollingRelay extends AutoCloseable {
             RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, maxBatchBytes, pollInterval,
                     sendTimeout,
                     statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
-                    maxLanesPerInstance, retry, failurePolicy, deadLetterTopic, listenNotify, logPartitionKeys);
+                    maxLanesPerInstance, retry.toPolicy(), failurePolicy, deadLetterTopic, listenNotify, logPartitionKeys);
             if (listener == null) {
                 throw new InvalidConfigurationException("relay.listener must not be null; leave it unset for none");
             }

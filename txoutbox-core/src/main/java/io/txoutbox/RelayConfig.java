@@ -1,7 +1,8 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.Values;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * The polling relay's validated, immutable configuration; see {@link PollingRelay.Builder} for what each value does.
@@ -44,57 +45,98 @@ public record RelayConfig(
     public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.PARK_KEY;
     /** Keys can be personal data: log lines show a per-process tag of the key unless this is turned on. */
     public static final boolean DEFAULT_LOG_PARTITION_KEYS = false;
+    /** No cap of its own: an instance works its fair share of the lanes, all of them when alone. */
+    public static final int DEFAULT_MAX_LANES_PER_INSTANCE = Integer.MAX_VALUE;
+
+    /** Every setting of the relay, as the starter, the CLI and the docs name them ({@code txoutbox.relay.*}). */
+    public static final ConfigDescriptor<PollingRelay.Builder, RelayConfig> DESCRIPTOR =
+            ConfigDescriptor.<PollingRelay.Builder, RelayConfig>define("relay")
+                    .add("name", String.class, DEFAULT_NAME, "", "Names the relay group in logs, threads and the "
+                            + "transport's lane ids; the same in every instance", PollingRelay.Builder::name,
+                            RelayConfig::name)
+                    .add("lanes", Integer.class, DEFAULT_LANES, "", "Lanes, each sending one batch at a time; the "
+                            + "same in every instance", PollingRelay.Builder::lanes, RelayConfig::lanes)
+                    .add("batchSize", Integer.class, DEFAULT_BATCH_SIZE, "events", "Most events per batch (1 to "
+                            + MAX_BATCH_SIZE + ")", PollingRelay.Builder::batchSize, RelayConfig::batchSize)
+                    .add("maxBatchBytes", Long.class, DEFAULT_MAX_BATCH_BYTES, "bytes", "A batch stops growing at "
+                            + "this many payload bytes (it always takes one event)", PollingRelay.Builder::maxBatchBytes,
+                            RelayConfig::maxBatchBytes)
+                    .add("pollInterval", Duration.class, DEFAULT_POLL_INTERVAL, "", "How often an idle lane looks "
+                            + "for work without a nudge", PollingRelay.Builder::pollInterval, RelayConfig::pollInterval)
+                    .add("sendTimeout", Duration.class, DEFAULT_SEND_TIMEOUT, "", "How long a lane waits for a "
+                            + "batch's acknowledgements", PollingRelay.Builder::sendTimeout, RelayConfig::sendTimeout)
+                    .add("statementTimeout", Duration.class, DEFAULT_STATEMENT_TIMEOUT, "", "statement_timeout of "
+                            + "the lanes' sessions", PollingRelay.Builder::statementTimeout,
+                            RelayConfig::statementTimeout)
+                    .add("lockTimeout", Duration.class, DEFAULT_LOCK_TIMEOUT, "", "lock_timeout of the lanes' "
+                            + "sessions", PollingRelay.Builder::lockTimeout, RelayConfig::lockTimeout)
+                    .add("transactionTimeout", Duration.class, DEFAULT_TRANSACTION_TIMEOUT, "", "The longest a "
+                            + "relay transaction may stay open (PostgreSQL ends it beyond); >= statement-timeout",
+                            PollingRelay.Builder::transactionTimeout, RelayConfig::transactionTimeout)
+                    .add("outageBackoffMax", Duration.class, DEFAULT_OUTAGE_BACKOFF_MAX, "", "Cap of a lane's pause "
+                            + "while the transport is down", PollingRelay.Builder::outageBackoffMax,
+                            RelayConfig::outageBackoffMax)
+                    .add("leaseTimeout", Duration.class, DEFAULT_LEASE_TIMEOUT, "", "How long a lane stays owned "
+                            + "by an instance that stopped answering (>= 1s)", PollingRelay.Builder::leaseTimeout,
+                            RelayConfig::leaseTimeout)
+                    .add("maxLanesPerInstance", Integer.class, DEFAULT_MAX_LANES_PER_INSTANCE, "", "The most lanes "
+                            + "this instance works at once (default: its fair share)",
+                            PollingRelay.Builder::maxLanesPerInstance, RelayConfig::maxLanesPerInstance)
+                    .add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
+                            + "of one event before the failure policy applies",
+                            (b, v) -> b.retryDraft().maxAttempts = v, c -> c.retry().maxAttempts())
+                    .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
+                            + "wait after its first failure", (b, v) -> b.retryDraft().initialBackoff = v,
+                            c -> c.retry().initialBackoff())
+                    .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
+                            + "of a key between attempts", (b, v) -> b.retryDraft().maxBackoff = v,
+                            c -> c.retry().maxBackoff())
+                    .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
+                            + "per failed attempt (>= 1.0)", (b, v) -> b.retryDraft().multiplier = v,
+                            c -> c.retry().multiplier())
+                    .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
+                            + "wait, in [0, 1)", (b, v) -> b.retryDraft().jitter = v,
+                            c -> c.retry().jitter())
+                    .add("failurePolicy", FailurePolicy.class, DEFAULT_FAILURE_POLICY, "", "What happens to an event"
+                            + " that used up its attempts: PARK_KEY, DEAD_LETTER_AND_CONTINUE, ...",
+                            PollingRelay.Builder::failurePolicy, RelayConfig::failurePolicy)
+                    .add("deadLetterTopic", String.class, null, "", "With DEAD_LETTER_AND_CONTINUE: also send dead "
+                            + "events to this topic", PollingRelay.Builder::deadLetterTopic,
+                            RelayConfig::deadLetterTopic)
+                    .add("listenNotify", Boolean.class, false, "", "Also wake on PostgreSQL NOTIFY (pair with the "
+                            + "outbox's notify-on-publish)", PollingRelay.Builder::listenNotify,
+                            RelayConfig::listenNotify)
+                    .add("logPartitionKeys", Boolean.class, DEFAULT_LOG_PARTITION_KEYS, "", "Write partition keys "
+                            + "into log lines instead of their tags", PollingRelay.Builder::logPartitionKeys,
+                            RelayConfig::logPartitionKeys)
+                    .build();
 
     public RelayConfig {
-        Objects.requireNonNull(schema, "relay.schema must not be null");
-        Objects.requireNonNull(retry, "relay.retry must not be null");
-        Objects.requireNonNull(failurePolicy, "relay.failurePolicy must not be null");
-        if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
-            throw new InvalidConfigurationException(
-                    "relay.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
-        }
-        if (lanes < 1 || lanes > schema.shards()) {
-            throw new InvalidConfigurationException("relay.lanes must be between 1 and the shard count ("
-                    + schema.shards() + "), was " + lanes);
-        }
-        if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
-            throw new InvalidConfigurationException(
-                    "relay.batchSize must be between 1 and " + MAX_BATCH_SIZE + ", was " + batchSize);
-        }
-        if (maxBatchBytes < 1) {
-            throw new InvalidConfigurationException("relay.maxBatchBytes must be >= 1, was " + maxBatchBytes);
-        }
-        positive("relay.pollInterval", pollInterval);
-        positive("relay.sendTimeout", sendTimeout);
-        positive("relay.statementTimeout", statementTimeout);
-        positive("relay.lockTimeout", lockTimeout);
-        positive("relay.transactionTimeout", transactionTimeout);
-        positive("relay.outageBackoffMax", outageBackoffMax);
-        positive("relay.leaseTimeout", leaseTimeout);
-        if (leaseTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
-            throw new InvalidConfigurationException("relay.leaseTimeout must be >= 1 s, was " + leaseTimeout);
-        }
-        if (maxLanesPerInstance < 1) {
-            throw new InvalidConfigurationException(
-                    "relay.maxLanesPerInstance must be >= 1, was " + maxLanesPerInstance);
-        }
+        Checks.notNull("relay.schema", schema);
+        Checks.notNull("relay.retry", retry);
+        Checks.notNull("relay.failurePolicy", failurePolicy);
+        Checks.name("relay.name", name);
+        Checks.between("relay.lanes", lanes, 1, schema.shards());
+        Checks.between("relay.batchSize", batchSize, 1, MAX_BATCH_SIZE);
+        Checks.atLeast("relay.maxBatchBytes", maxBatchBytes, 1);
+        Checks.positive("relay.pollInterval", pollInterval);
+        Checks.positive("relay.sendTimeout", sendTimeout);
+        Checks.positive("relay.statementTimeout", statementTimeout);
+        Checks.positive("relay.lockTimeout", lockTimeout);
+        Checks.positive("relay.transactionTimeout", transactionTimeout);
+        Checks.positive("relay.outageBackoffMax", outageBackoffMax);
+        Checks.atLeast("relay.leaseTimeout", leaseTimeout, Duration.ofSeconds(1));
+        Checks.atLeast("relay.maxLanesPerInstance", maxLanesPerInstance, 1);
         if (transactionTimeout.compareTo(statementTimeout) < 0) {
-            throw new InvalidConfigurationException("relay.transactionTimeout (" + transactionTimeout
-                    + ") must be >= relay.statementTimeout (" + statementTimeout + ")");
+            throw Checks.invalid("relay.transactionTimeout", "(" + Values.format(transactionTimeout)
+                    + ") must be >= relay.statementTimeout (" + Values.format(statementTimeout) + ")");
         }
-        if (deadLetterTopic != null && !deadLetterTopic.matches("[a-zA-Z0-9._-]{1,249}")) {
-            throw new InvalidConfigurationException("relay.deadLetterTopic '" + deadLetterTopic
-                    + "' is not a valid Kafka topic name: use 1 to 249 characters from [a-zA-Z0-9._-]");
-        }
-        if (deadLetterTopic != null && failurePolicy != FailurePolicy.DEAD_LETTER_AND_CONTINUE) {
-            throw new InvalidConfigurationException("relay.deadLetterTopic is set but relay.failurePolicy is "
-                    + failurePolicy + ": dead-letter topics are used with DEAD_LETTER_AND_CONTINUE only");
-        }
-    }
-
-    private static void positive(String property, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new InvalidConfigurationException(property + " must be > 0, was " + d);
+        if (deadLetterTopic != null) {
+            Checks.topic("relay.deadLetterTopic", deadLetterTopic);
+            if (failurePolicy != FailurePolicy.DEAD_LETTER_AND_CONTINUE) {
+                throw Checks.invalid("relay.deadLetterTopic", "is set but relay.failurePolicy is " + failurePolicy
+                        + ": dead-letter topics are used with DEAD_LETTER_AND_CONTINUE only");
+            }
         }
     }
 }

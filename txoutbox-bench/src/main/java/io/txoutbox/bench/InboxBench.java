@@ -357,7 +357,7 @@ final class InboxBench implements Callable<Integer> {
 
     private KafkaInboxConsumer.Builder inboxConsumer(String group, OutboxSchema schema) {
         KafkaInboxConsumer.Builder b = KafkaInboxConsumer.builder().bootstrapServers(env.bootstrapServers())
-                .groupId(group).consumerName("bench").name(group).topics(topic).dataSource(dataSource)
+                .groupId(group).consumer("bench").name(group).topics(topic).dataSource(dataSource)
                 .schema(schema);
         consumerProperties.forEach(b::property);
         return b;

@@ -4,6 +4,7 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.RetentionConfig;
 import io.txoutbox.testing.postgres.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -50,7 +51,7 @@ final class RetentionBench implements Callable<Integer> {
     @Option(names = "--seconds", defaultValue = "15", description = "length of the writers-alone phase (default ${DEFAULT-VALUE})")
     int seconds;
 
-    @Option(names = "--batch-size", defaultValue = "" + OutboxRetention.DEFAULT_BATCH_SIZE)
+    @Option(names = "--batch-size", defaultValue = "" + RetentionConfig.DEFAULT_BATCH_SIZE)
     int batchSize;
 
     @Option(names = "--pause-ms", defaultValue = "20", description = "pause between batches (default ${DEFAULT-VALUE})")

@@ -4,7 +4,7 @@ import io.txoutbox.Inbox;
 import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxMessage;
-import io.txoutbox.InboxWorkerConfig;
+
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
@@ -693,14 +693,12 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
         /** Consumer properties in bulk (e.g. the TLS or SASL settings), as {@link #property} one by one. */
         public Builder properties(Map<String, ?> properties) {
-            properties.forEach(this::property);
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
         public Builder properties(Properties properties) {
-            for (String key : properties.stringPropertyNames()) {
-                property(key, properties.getProperty(key));
-            }
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
@@ -714,10 +712,16 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** The inbox consumer name (dedupe scope), default the group id. */
-        public Builder consumerName(String consumerName) {
-            this.consumerName = consumerName;
+        /** The inbox consumer name (dedupe scope), default the group id; the same setting as InboxWorker's. */
+        public Builder consumer(String consumer) {
+            this.consumerName = consumer;
             return this;
+        }
+
+        /** @deprecated the same setting as {@link #consumer(String)}, under InboxWorker's name: use that. */
+        @Deprecated(forRemoval = true)
+        public Builder consumerName(String consumerName) {
+            return consumer(consumerName);
         }
 
         /** Names the loop in logs and its thread. */
@@ -802,7 +806,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             if (consumerName == null) {
                 consumerName = groupId;
             }
-            InboxWorkerConfig.requireConsumer("kafkaInbox.consumerName", consumerName);
+            io.txoutbox.internal.config.Checks.consumer("kafkaInbox.consumer", consumerName);
             if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
                 throw new InvalidConfigurationException(
                         "kafkaInbox.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
@@ -822,9 +826,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 throw new InvalidConfigurationException("kafkaInbox.deadLetterTopic is required with handler(...): "
                         + "records that fail permanently or run out of attempts go there");
             }
-            if (deadLetterTopic != null && !deadLetterTopic.matches("[a-zA-Z0-9._-]{1,249}")) {
-                throw new InvalidConfigurationException("kafkaInbox.deadLetterTopic '" + deadLetterTopic
-                        + "' is not a valid Kafka topic name");
+            if (deadLetterTopic != null) {
+                io.txoutbox.internal.config.Checks.topic("kafkaInbox.deadLetterTopic", deadLetterTopic);
             }
             if (pollTimeout == null || pollTimeout.isNegative() || pollTimeout.isZero()) {
                 throw new InvalidConfigurationException("kafkaInbox.pollTimeout must be > 0, was " + pollTimeout);

@@ -108,6 +108,7 @@ public final class KafkaTransport implements Transport {
     private static final Logger log = LoggerFactory.getLogger(KafkaTransport.class);
 
     private final KafkaTransportConfig config;
+    private final ConnectionTrouble connectionTrouble;
     private final RecordMapper mapper;
     private final TopicProbe topicProbe;
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
@@ -120,9 +121,11 @@ public final class KafkaTransport implements Transport {
     private KafkaTransport(KafkaTransportConfig config,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.config = config;
+        this.connectionTrouble = new ConnectionTrouble("txoutbox-kafka", config.producerProperties());
         this.mapper = new RecordMapper(config.maxRequestSize(), config.bufferMemory());
         this.topicProbe = new TopicProbe(config.adminProperties(), config.requestTimeoutMs());
         this.producerFactory = producerFactory;
+        log.info("txoutbox-kafka: transport configuration: {}", KafkaTransportConfig.DESCRIPTOR.describe(config));
         if (config.mode() == Mode.TRANSACTIONAL) {
             log.info("txoutbox-kafka: transport ready (one transaction per batch): transactional.id = {}, "
                     + "producer config {}", config.explicitPrefix() ? "'" + config.transactionalIdPrefix()
@@ -225,7 +228,7 @@ public final class KafkaTransport implements Transport {
             t.setDaemon(true);
             return t;
         });
-        return new LaneWorker(new Lane(lane, transactionalId, config, mapper, topicProbe, producerFactory), thread);
+        return new LaneWorker(new Lane(lane, transactionalId, config, connectionTrouble, mapper, topicProbe, producerFactory), thread);
     }
 
     /** A queued batch; if close() drops it before it ran, its stage still completes. */
@@ -347,14 +350,12 @@ public final class KafkaTransport implements Transport {
         }
 
         public Builder properties(Map<String, ?> properties) {
-            properties.forEach(this::property);
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
         public Builder properties(Properties properties) {
-            for (String key : properties.stringPropertyNames()) {
-                property(key, properties.getProperty(key));
-            }
+            ClientProperties.copy(properties, this::property);
             return this;
         }
 
@@ -385,6 +386,20 @@ public final class KafkaTransport implements Transport {
             return this;
         }
 
+        /**
+         * Applies settings by name ({@code bootstrap-servers}, {@code mode}, ... or {@code txoutbox.kafka.mode}),
+         * values as text or typed: {@code KafkaTransportConfig.DESCRIPTOR.apply(this, settings)}. Arbitrary producer
+         * properties are {@link #properties(Map)}.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return KafkaTransportConfig.DESCRIPTOR.apply(this, settings);
+        }
+
+        /** The configuration {@link #build()} would use, validated. */
+        public KafkaTransportConfig config() {
+            return KafkaTransportConfig.of(properties, transactionalIdPrefix, explicitPrefix, closeTimeout, mode);
+        }
+
         /** For tests: how producers are made. */
         Builder producerFactory(Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
             this.producerFactory = Objects.requireNonNull(producerFactory, "producerFactory");
@@ -393,8 +408,7 @@ public final class KafkaTransport implements Transport {
 
         /** Validates the configuration and builds the transport; producers are created on each lane's first send. */
         public KafkaTransport build() {
-            return new KafkaTransport(KafkaTransportConfig.of(properties, transactionalIdPrefix, explicitPrefix,
-                    closeTimeout, mode), producerFactory);
+            return new KafkaTransport(config(), producerFactory);
         }
     }
 }

@@ -12,7 +12,9 @@ import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_BATCH_SIZE;
 import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_LINGER_MS;
 import static io.txoutbox.kafka.KafkaTransport.MIN_IDEMPOTENT_LINGER_MS;
 
+import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.internal.config.Checks;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -30,7 +32,64 @@ import org.apache.kafka.common.config.ConfigDef;
  * The validated, effective producer configuration of a {@link KafkaTransport}: user properties over the defaults,
  * with every override that would break the outbox's guarantees rejected.
  */
-final class KafkaTransportConfig {
+public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactionalIdPrefix, boolean explicitPrefix,
+        Duration closeTimeout, Map<String, Object> producerProperties) {
+
+    /**
+     * The settings under {@code txoutbox.kafka}. Arbitrary producer properties stay builder calls
+     * ({@code property(key, value)}, {@code properties(map)}): their names are Kafka's own dotted names, not settings
+     * of this library, and their secrets are recognised per key ({@link #isSecret}); a starter binds them as a map.
+     * The Kafka properties listed here are views of the producer properties ({@code max.block.ms}, ...).
+     */
+    public static final ConfigDescriptor<KafkaTransport.Builder, KafkaTransportConfig> DESCRIPTOR =
+            ConfigDescriptor.<KafkaTransport.Builder, KafkaTransportConfig>define("kafka")
+                    .add("bootstrapServers", String.class, null, "",
+                            "Kafka's bootstrap.servers: comma-separated host:port list (required)",
+                            KafkaTransport.Builder::bootstrapServers, c -> c.text(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG))
+                    .add("mode", KafkaTransport.Mode.class, KafkaTransport.Mode.TRANSACTIONAL, "",
+                            "TRANSACTIONAL (one Kafka transaction per batch) or IDEMPOTENT",
+                            KafkaTransport.Builder::mode, KafkaTransportConfig::mode)
+                    .add("transactionalIdPrefix", String.class, KafkaTransport.DEFAULT_TRANSACTIONAL_ID_PREFIX, "",
+                            "set: each lane's transactional.id is prefix + lane name; unset: prefix + installation id"
+                                    + " and lane index",
+                            KafkaTransport.Builder::transactionalIdPrefix, KafkaTransportConfig::transactionalIdPrefix)
+                    .add("closeTimeout", Duration.class, KafkaTransport.DEFAULT_CLOSE_TIMEOUT, "",
+                            "how long close() waits for running batches and producers in total",
+                            KafkaTransport.Builder::closeTimeout, KafkaTransportConfig::closeTimeout)
+                    .add("maxBlock", Duration.class, Duration.ofMillis(DEFAULT_MAX_BLOCK_MS), "",
+                            "Kafka's max.block.ms: how long a send waits for metadata or buffer space",
+                            (b, v) -> b.property(ProducerConfig.MAX_BLOCK_MS_CONFIG, millis(v)),
+                            c -> c.duration(ProducerConfig.MAX_BLOCK_MS_CONFIG))
+                    .add("requestTimeout", Duration.class, Duration.ofMillis(DEFAULT_REQUEST_TIMEOUT_MS), "",
+                            "Kafka's request.timeout.ms: how long the producer waits for a broker's answer",
+                            (b, v) -> b.property(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, millis(v)),
+                            c -> c.duration(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG))
+                    .add("deliveryTimeout", Duration.class, Duration.ofMillis(DEFAULT_DELIVERY_TIMEOUT_MS), "",
+                            "Kafka's delivery.timeout.ms: the most a record is retried before it fails",
+                            (b, v) -> b.property(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, millis(v)),
+                            c -> c.duration(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG))
+                    .add("transactionTimeout", Duration.class, Duration.ofMillis(DEFAULT_TRANSACTION_TIMEOUT_MS), "",
+                            "Kafka's transaction.timeout.ms (TRANSACTIONAL mode): when the broker aborts a transaction",
+                            (b, v) -> b.property(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, millis(v)),
+                            c -> c.duration(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG))
+                    .add("securityProtocol", String.class, null, "",
+                            "Kafka's security.protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                            (b, v) -> b.property("security.protocol", v), c -> c.text("security.protocol"))
+                    .add("saslMechanism", String.class, null, "", "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-512, ...",
+                            (b, v) -> b.property("sasl.mechanism", v), c -> c.text("sasl.mechanism"))
+                    .addSecret("saslJaasConfig", String.class, "Kafka's sasl.jaas.config (secret: never logged)",
+                            (b, v) -> b.property("sasl.jaas.config", v), c -> c.text("sasl.jaas.config"))
+                    .add("sslTruststoreLocation", String.class, null, "", "Kafka's ssl.truststore.location",
+                            (b, v) -> b.property("ssl.truststore.location", v), c -> c.text("ssl.truststore.location"))
+                    .addSecret("sslTruststorePassword", String.class, "Kafka's ssl.truststore.password",
+                            (b, v) -> b.property("ssl.truststore.password", v), c -> c.text("ssl.truststore.password"))
+                    .add("sslKeystoreLocation", String.class, null, "", "Kafka's ssl.keystore.location",
+                            (b, v) -> b.property("ssl.keystore.location", v), c -> c.text("ssl.keystore.location"))
+                    .addSecret("sslKeystorePassword", String.class, "Kafka's ssl.keystore.password",
+                            (b, v) -> b.property("ssl.keystore.password", v), c -> c.text("ssl.keystore.password"))
+                    .addSecret("sslKeyPassword", String.class, "Kafka's ssl.key.password",
+                            (b, v) -> b.property("ssl.key.password", v), c -> c.text("ssl.key.password"))
+                    .build();
 
     /** Kafka's own defaults for the two limits a record is checked against before it is sent. */
     static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
@@ -50,26 +109,16 @@ final class KafkaTransportConfig {
             "token", "credential", "private", "certificate", "apikey", "api.key");
     static final String HIDDEN = "[hidden]";
 
-    private final Map<String, Object> producerProperties;
-    private final String transactionalIdPrefix;
-    /** Set with {@code transactionalIdPrefix(...)}: ids are {@code prefix + lane name}, not the installation's. */
-    private final boolean explicitPrefix;
-    private final Duration closeTimeout;
-    private final int maxRequestSize;
-    private final long bufferMemory;
-    private final KafkaTransport.Mode mode;
-    private final ConnectionTrouble connectionTrouble;
-
-    private KafkaTransportConfig(Map<String, Object> producerProperties, String transactionalIdPrefix,
-            boolean explicitPrefix, Duration closeTimeout, KafkaTransport.Mode mode) {
-        this.mode = mode;
-        this.explicitPrefix = explicitPrefix;
-        this.producerProperties = Map.copyOf(producerProperties);
-        this.transactionalIdPrefix = transactionalIdPrefix;
-        this.closeTimeout = closeTimeout;
-        this.maxRequestSize = (int) longValue(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, KAFKA_DEFAULT_MAX_REQUEST_SIZE);
-        this.bufferMemory = longValue(ProducerConfig.BUFFER_MEMORY_CONFIG, KAFKA_DEFAULT_BUFFER_MEMORY);
-        this.connectionTrouble = new ConnectionTrouble("txoutbox-kafka", this.producerProperties);
+    /**
+     * Validates and completes the configuration: the user's producer properties over the defaults, every override
+     * that would break the outbox's guarantees rejected.
+     */
+    public KafkaTransportConfig {
+        Checks.notNull("kafka.mode", mode);
+        Checks.notNull("kafka.transactionalIdPrefix", transactionalIdPrefix);
+        Checks.notNegative("kafka.closeTimeout", closeTimeout);
+        Checks.notNull("kafka.producerProperties", producerProperties);
+        producerProperties = Map.copyOf(effective(producerProperties, mode));
     }
 
     static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
@@ -88,16 +137,11 @@ final class KafkaTransportConfig {
      */
     static KafkaTransportConfig of(Map<String, Object> userProperties, String transactionalIdPrefix,
             boolean explicitPrefix, Duration closeTimeout, KafkaTransport.Mode mode) {
-        if (mode == null) {
-            throw invalid("kafka.mode must not be null: use Mode.TRANSACTIONAL or Mode.IDEMPOTENT");
-        }
+        return new KafkaTransportConfig(mode, transactionalIdPrefix, explicitPrefix, closeTimeout, userProperties);
+    }
+
+    private static Map<String, Object> effective(Map<String, Object> userProperties, KafkaTransport.Mode mode) {
         boolean idempotentMode = mode == KafkaTransport.Mode.IDEMPOTENT;
-        if (transactionalIdPrefix == null) {
-            throw invalid("kafka.transactionalIdPrefix must not be null: use transactionalIdPrefix(\"txoutbox-\")");
-        }
-        if (closeTimeout == null || closeTimeout.isNegative()) {
-            throw invalid("kafka.closeTimeout must be >= 0, was " + closeTimeout);
-        }
         for (String key : userProperties.keySet()) {
             if (userProperties.get(key) == null) {
                 throw invalid("Kafka property '" + key + "' has a null value: leave it out to use the default");
@@ -192,16 +236,7 @@ final class KafkaTransportConfig {
                     + "), was " + transactionTimeout + ": otherwise the broker may abort a batch's transaction while "
                     + "its records are still being retried; raise transaction.timeout.ms");
         }
-        return new KafkaTransportConfig(props, transactionalIdPrefix, explicitPrefix, closeTimeout, mode);
-    }
-
-    KafkaTransport.Mode mode() {
-        return mode;
-    }
-
-    /** The transport's connection failures explained, one streak for all its lanes. */
-    ConnectionTrouble connectionTrouble() {
-        return connectionTrouble;
+        return props;
     }
 
     /**
@@ -213,7 +248,7 @@ final class KafkaTransportConfig {
      */
     long partitionShareBytes() {
         return Math.min(MAX_PARTITION_SHARE_BYTES,
-                Math.min(longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE), maxRequestSize) / 2);
+                Math.min(longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE), maxRequestSize()) / 2);
     }
 
     static final long MAX_PARTITION_SHARE_BYTES = 262_144;
@@ -265,24 +300,29 @@ final class KafkaTransportConfig {
         return explicitPrefix ? transactionalIdPrefix + lane.name() : transactionalIdPrefix + lane.fencingKey();
     }
 
-    boolean explicitPrefix() {
-        return explicitPrefix;
-    }
-
-    String transactionalIdPrefix() {
-        return transactionalIdPrefix;
-    }
-
-    Duration closeTimeout() {
-        return closeTimeout;
-    }
-
     int maxRequestSize() {
-        return maxRequestSize;
+        return (int) longValue(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, KAFKA_DEFAULT_MAX_REQUEST_SIZE);
     }
 
     long bufferMemory() {
-        return bufferMemory;
+        return longValue(ProducerConfig.BUFFER_MEMORY_CONFIG, KAFKA_DEFAULT_BUFFER_MEMORY);
+    }
+
+    /** A producer property as text; {@code null} when unset (a {@code Password} gives its value). */
+    private String text(String key) {
+        Object v = producerProperties.get(key);
+        return v == null ? null
+                : v instanceof org.apache.kafka.common.config.types.Password p ? p.value() : String.valueOf(v);
+    }
+
+    /** A producer property in milliseconds as a duration; {@code null} when unset. */
+    private Duration duration(String key) {
+        Object v = producerProperties.get(key);
+        return v == null ? null : Duration.ofMillis(number(key, v));
+    }
+
+    private static long millis(Duration d) {
+        return Checks.notNull("kafka.duration", d).toMillis();
     }
 
     long batchSize() {
@@ -315,6 +355,14 @@ final class KafkaTransportConfig {
                     .forEach(k -> names.add(k.name.toLowerCase(Locale.ROOT)));
         }
         return Set.copyOf(names);
+    }
+
+    /** The effective producer configuration, secrets hidden (the record's components are not all settings). */
+    @Override
+    public String toString() {
+        return "KafkaTransportConfig[mode=" + mode + ", transactionalIdPrefix=" + transactionalIdPrefix
+                + ", explicitPrefix=" + explicitPrefix + ", closeTimeout=" + closeTimeout + ", producerProperties="
+                + describe() + "]";
     }
 
     private long longValue(String key, long fallback) {

@@ -41,6 +41,8 @@ final class Lane {
     private final String lane;
     private final String transactionalId;
     private final KafkaTransportConfig config;
+    /** The transport's connection failures explained, one streak for all its lanes. */
+    private final ConnectionTrouble connectionTrouble;
     private final RecordMapper mapper;
     private final TopicProbe topicProbe;
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
@@ -52,13 +54,16 @@ final class Lane {
 
     Lane(String lane, KafkaTransportConfig config, RecordMapper mapper, TopicProbe topicProbe,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
-        this(lane, config.transactionalId(lane), config, mapper, topicProbe, producerFactory);
+        this(lane, config.transactionalId(lane), config, new ConnectionTrouble("txoutbox-kafka",
+                config.producerProperties()), mapper, topicProbe, producerFactory);
     }
 
     /** {@code transactionalId}: the lane's, from its outbox's installation id or the explicit prefix. */
-    Lane(String lane, String transactionalId, KafkaTransportConfig config, RecordMapper mapper, TopicProbe topicProbe,
+    Lane(String lane, String transactionalId, KafkaTransportConfig config, ConnectionTrouble connectionTrouble,
+            RecordMapper mapper, TopicProbe topicProbe,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.lane = lane;
+        this.connectionTrouble = connectionTrouble;
         this.transactionalId = transactionalId;
         this.config = config;
         this.mapper = mapper;
@@ -116,7 +121,7 @@ final class Lane {
                 fill(results, sendable, SendResult.retriable(t));
             }
         }
-        return config.connectionTrouble().review(lane, Arrays.asList(results));
+        return connectionTrouble.review(lane, Arrays.asList(results));
     }
 
     private void sendInTransaction(List<OutboxRecord> batch, List<Integer> sendable,
@@ -125,7 +130,7 @@ final class Lane {
         try {
             p = producer();
         } catch (RuntimeException e) {
-            config.connectionTrouble().noProducer(lane, e, sendable.size());
+            connectionTrouble.noProducer(lane, e, sendable.size());
             fill(results, sendable,
                     SendResult.unavailable(batchFailure("could not start the transactional producer", e)));
             return;
@@ -229,7 +234,7 @@ final class Lane {
         try {
             p = producer();
         } catch (RuntimeException e) {
-            config.connectionTrouble().noProducer(lane, e, sendable.size());
+            connectionTrouble.noProducer(lane, e, sendable.size());
             fill(results, sendable, SendResult.unavailable(batchFailure("could not start the producer", e)));
             return;
         }

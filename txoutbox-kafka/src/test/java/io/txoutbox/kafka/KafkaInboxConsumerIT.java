@@ -125,7 +125,7 @@ class KafkaInboxConsumerIT {
                 .withBackoff(Duration.ofMillis(50), Duration.ofMillis(200));
         for (String group : List.of(consumer, consumer + "-replay")) { // the second group replays the whole topic
             try (KafkaInboxConsumer c = KafkaInboxConsumer.builder().bootstrapServers(kafka.bootstrapServers())
-                    .groupId(group).consumerName(consumer).topics(topic).dataSource(postgres.database().dataSource())
+                    .groupId(group).consumer(consumer).topics(topic).dataSource(postgres.database().dataSource())
                     .schema(schema).handler(handler).retry(fast).deadLetterTopic(dlt)
                     .pollTimeout(Duration.ofMillis(100)).build().start()) {
                 await().atMost(AWAIT).until(() -> c.stats().polled() >= 2L * events);
@@ -180,7 +180,7 @@ class KafkaInboxConsumerIT {
                 .build().start()) {
             for (String group : List.of(consumer, consumer + "-replay")) {
                 try (KafkaInboxConsumer c = KafkaInboxConsumer.builder().bootstrapServers(kafka.bootstrapServers())
-                        .groupId(group).consumerName(consumer).topics(topic)
+                        .groupId(group).consumer(consumer).topics(topic)
                         .dataSource(postgres.database().dataSource()).schema(schema).storeInInbox()
                         .afterStore(worker::nudge).pollTimeout(Duration.ofMillis(100)).build().start()) {
                     await().atMost(AWAIT).until(() -> c.stats().polled() >= 2L * events + 1);

@@ -62,7 +62,7 @@ class KafkaInboxConsumerPrivilegesIT {
 
     private static KafkaInboxConsumer.Builder storing(DataSource ds, String topic, String consumer) {
         return KafkaInboxConsumer.builder().bootstrapServers(kafka.bootstrapServers()).groupId(consumer)
-                .consumerName(consumer).topics(topic).dataSource(ds).schema(schema).storeInInbox()
+                .consumer(consumer).topics(topic).dataSource(ds).schema(schema).storeInInbox()
                 .pollTimeout(Duration.ofMillis(100));
     }
 

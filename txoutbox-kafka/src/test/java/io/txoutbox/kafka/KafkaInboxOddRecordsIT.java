@@ -113,7 +113,7 @@ class KafkaInboxOddRecordsIT {
 
     private static KafkaInboxConsumer.Builder storeMode(String topic, String consumer) {
         return KafkaInboxConsumer.builder().bootstrapServers(kafka.bootstrapServers()).groupId(consumer)
-                .consumerName(consumer).topics(topic).dataSource(postgres.database().dataSource()).schema(schema)
+                .consumer(consumer).topics(topic).dataSource(postgres.database().dataSource()).schema(schema)
                 .storeInInbox().pollTimeout(Duration.ofMillis(100));
     }
 

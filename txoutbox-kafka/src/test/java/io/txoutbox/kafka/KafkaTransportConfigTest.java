@@ -275,4 +275,56 @@ class KafkaTransportConfigTest {
             }
         }
     }
+
+    @Test
+    void everyDescriptorDefaultIsTheBuildersDefault() {
+        Map<String, Object> values = KafkaTransportConfig.DESCRIPTOR.values(builder().config());
+        for (io.txoutbox.ConfigDescriptor.Setting s : KafkaTransportConfig.DESCRIPTOR.settings()) {
+            if (!s.name().equals("bootstrap-servers")) {
+                assertThat(values.get(s.name())).as(s.property()).isEqualTo(s.defaultValue());
+            }
+            assertThat(s.property()).startsWith("txoutbox.kafka.");
+        }
+    }
+
+    @Test
+    void settingsAsTextSetTheConfiguration() {
+        KafkaTransportConfig config = KafkaTransport.builder().settings(Map.of(
+                "txoutbox.kafka.bootstrap-servers", "b:9092", "mode", "idempotent", "close-timeout", "2s",
+                "delivery-timeout", "30s", "transactional-id-prefix", "app-", "security-protocol", "SASL_SSL",
+                "sasl-jaas-config", SECRET)).config();
+        assertThat(config.mode()).isEqualTo(KafkaTransport.Mode.IDEMPOTENT);
+        assertThat(config.closeTimeout()).isEqualTo(java.time.Duration.ofSeconds(2));
+        assertThat(config.explicitPrefix()).isTrue();
+        assertThat(config.producerProperties()).containsEntry("delivery.timeout.ms", 30_000L)
+                .containsEntry("bootstrap.servers", "b:9092").containsEntry("security.protocol", "SASL_SSL");
+        String described = KafkaTransportConfig.DESCRIPTOR.describe(config);
+        assertThat(described).contains("sasl-jaas-config=****", "mode=IDEMPOTENT", "delivery-timeout=30s")
+                .doesNotContain(SECRET);
+        assertThat(config.toString()).doesNotContain(SECRET);
+    }
+
+    @Test
+    void anUnknownNameOrABadValueFailsNamingTheSettingAndChangesNothing() {
+        KafkaTransport.Builder b = builder();
+        assertThatThrownBy(() -> b.settings(Map.of("close-timeout", "1s", "no-such", "1")))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("no-such")
+                .hasMessageContaining("txoutbox.kafka");
+        assertThatThrownBy(() -> b.settings(Map.of("close-timeout", "soon")))
+                .isInstanceOf(InvalidConfigurationException.class)
+                .hasMessageContaining("txoutbox.kafka.close-timeout");
+        assertThatThrownBy(() -> b.settings(Map.of("mode", "eventually")))
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("txoutbox.kafka.mode");
+        assertThat(b.config().closeTimeout()).isEqualTo(KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+    }
+
+    @Test
+    void aBadValueFromTheBuilderNamesTheProperty() {
+        assertThatThrownBy(() -> builder().closeTimeout(java.time.Duration.ofSeconds(-1)).build())
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("kafka.closeTimeout")
+                .hasMessageContaining("txoutbox.kafka.close-timeout");
+        assertThatThrownBy(() -> builder().mode(null).build())
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("kafka.mode must not be null")
+                .hasMessageContaining("txoutbox.kafka.mode");
+    }
 }

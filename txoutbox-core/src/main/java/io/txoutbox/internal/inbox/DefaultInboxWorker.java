@@ -66,7 +66,9 @@ public final class DefaultInboxWorker implements InboxWorker {
         if (!started.compareAndSet(false, true)) {
             return this;
         }
-        log.info("txoutbox-inbox {}: starting with {}", config.name(), config);
+        log.info("txoutbox-inbox {}: starting with {} (schema {}, handlers {}{})", config.name(),
+                InboxWorkerConfig.DESCRIPTOR.describe(config), config.schema().schema(), config.handlers().keySet(),
+                config.defaultHandler() != null ? " and a default handler" : "");
         listener.workerStarted(config);
         for (WorkerLane lane : lanes) {
             Thread t = new Thread(lane, "txoutbox-inbox-" + lane.id());

@@ -2,6 +2,7 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxReplay;
+import io.txoutbox.ReplayConfig;
 import io.txoutbox.OutboxReplay.Outcome;
 import io.txoutbox.OutboxReplay.SkipReason;
 import io.txoutbox.OutboxReplay.Skipped;
@@ -44,7 +45,9 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     /** Widest id window tried when windows come back empty (sparse ids after retention, or a narrow filter). */
     private static final long MAX_WINDOW = 1L << 22;
 
-    private final OutboxReplay.Builder b;
+    private final DataSource dataSource;
+    private final Transport transport;
+    private final ReplayConfig config;
     private final String filter;
     private final ReplayCheckpoints checkpoints;
     private final ReplayPages pages;
@@ -52,55 +55,62 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     private final ClaimFloor settlement;
     private volatile boolean stopping;
 
-    public DefaultOutboxReplay(OutboxReplay.Builder builder) {
-        this.b = builder;
-        String table = builder.schema().qualifiedOutboxTable();
-        this.filter = describeFilter(builder);
+    public DefaultOutboxReplay(DataSource dataSource, Transport transport, ReplayConfig config) {
+        this.dataSource = dataSource;
+        this.transport = transport;
+        this.config = config;
+        String table = config.schema().qualifiedOutboxTable();
+        this.filter = describeFilter(config);
         this.settlement = new ClaimFloor(table);
         // the page's columns are the relay's record columns, read by OutboxRows.record
-        ReplayStatements sql = new ReplayStatements(builder.schema(), RelayStatements.RECORD_COLUMNS);
-        this.checkpoints = new ReplayCheckpoints(sql, table, builder.name(), filter);
-        this.pages = new ReplayPages(sql, builder);
-        this.lock = AdvisoryLocks.replay(sql.checkpointTable(), builder.name());
+        ReplayStatements sql = new ReplayStatements(config.schema(), RelayStatements.RECORD_COLUMNS);
+        this.checkpoints = new ReplayCheckpoints(sql, table, config.name(), filter);
+        this.pages = new ReplayPages(sql, config);
+        this.lock = AdvisoryLocks.replay(sql.checkpointTable(), config.name());
     }
 
-    private static String describeFilter(OutboxReplay.Builder b) {
+    private static String describeFilter(ReplayConfig b) {
         return "topic=" + b.topic() + " aggregateType=" + b.aggregateType() + " aggregateId=" + b.aggregateId()
                 + " eventType=" + b.eventType() + " created=[" + b.createdFrom() + "," + b.createdTo() + ") ids=["
                 + b.idFrom() + "," + b.idTo() + "] toTopic=" + b.toTopic();
     }
 
     @Override
+    public ReplayConfig config() {
+        return config;
+    }
+
+    @Override
     public Result run() {
         long started = System.nanoTime();
-        try (Connection c = ReadCommitted.open(b.dataSource())) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             c.setAutoCommit(true);
             if (!lock.tryLock(c)) {
-                throw new OutboxException("replay '" + b.name() + "' is already running elsewhere (its advisory lock "
+                throw new OutboxException("replay '" + config.name() + "' is already running elsewhere (its advisory lock "
                         + "is held); wait for it, or stop it first", null, false);
             }
             try {
-                Checkpoint cp = checkpoints.open(c, Math.max(0, b.idFrom() - 1), b.idTo());
+                Checkpoint cp = checkpoints.open(c, Math.max(0, config.idFrom() - 1), config.idTo());
                 if (cp.finished) {
-                    log.info("txoutbox-replay {}: already done ({} replayed); reset() to run it again", b.name(),
+                    log.info("txoutbox-replay {}: already done ({} replayed); reset() to run it again", config.name(),
                             cp.replayed);
                     return cp.result(Outcome.DONE, List.of(), null, Duration.ZERO);
                 }
-                log.info("txoutbox-replay {}: {} from id {} up to {} ({})", b.name(),
-                        cp.lastId == Math.max(0, b.idFrom() - 1) ? "starting" : "resuming", cp.lastId, cp.upTo,
-                        filter);
+                log.info("txoutbox-replay {}: {} from id {} up to {} ({})", config.name(),
+                        cp.lastId == Math.max(0, config.idFrom() - 1) ? "starting" : "resuming", cp.lastId, cp.upTo,
+                        ReplayConfig.DESCRIPTOR.describe(config));
                 return loop(c, cp, started);
             } finally {
                 unlock(c);
             }
         } catch (SQLException e) {
-            throw new OutboxException("replay '" + b.name() + "' failed: " + e.getMessage() + " (SQLState "
+            throw new OutboxException("replay '" + config.name() + "' failed: " + e.getMessage() + " (SQLState "
                     + e.getSQLState() + "); run it again to resume from its checkpoint", e, true);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new OutboxException("replay '" + b.name() + "' interrupted; run it again to resume", e, true);
+            throw new OutboxException("replay '" + config.name() + "' interrupted; run it again to resume", e, true);
         } finally {
-            b.transport().close();
+            transport.close();
         }
     }
 
@@ -117,11 +127,11 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             count++;
             if (listed.size() < MAX_REPORTED) {
                 listed.add(new Skipped(r.eventId(), r.id(), topic, state, reason));
-                log.warn("txoutbox-replay {}: event {} (outbox id {}, {}) not replayed: {}{}", b.name(), r.eventId(),
+                log.warn("txoutbox-replay {}: event {} (outbox id {}, {}) not replayed: {}{}", config.name(), r.eventId(),
                         r.id(), state, reason, detail == null ? "" : ": " + detail);
             } else if (listed.size() == MAX_REPORTED && count == MAX_REPORTED + 1) {
                 log.warn("txoutbox-replay {}: more than {} events skipped; the others are counted, not listed",
-                        b.name(), MAX_REPORTED);
+                        config.name(), MAX_REPORTED);
             }
         }
     }
@@ -131,7 +141,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     private Result loop(Connection c, Checkpoint cp, long started) throws SQLException, InterruptedException {
         Skips skips = new Skips();
         long lo = cp.lastId;
-        long window = b.batchSize();
+        long window = config.batchSize();
         long sentThisRun = 0;
         long paceStart = System.nanoTime();
         Outcome outcome = settle(c, cp);
@@ -152,7 +162,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                 window = Math.min(MAX_WINDOW, window * 2);
                 continue;
             }
-            window = b.batchSize();
+            window = config.batchSize();
             long skippedBefore = skips.count;
             List<OutboxRecord> toSend = new ArrayList<>(rows.size());
             Row blocking = null;
@@ -162,7 +172,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                     case "DEAD" -> skips.add(row, SkipReason.DEAD, null);
                     case "DISCARDED" -> skips.add(row, SkipReason.DISCARDED, null);
                     default -> { // PENDING or PARKED: not final yet
-                        if (b.whenUnpublished() == WhenUnpublished.REPORT) {
+                        if (config.whenUnpublished() == WhenUnpublished.REPORT) {
                             skips.add(row, SkipReason.NOT_PUBLISHED, null);
                         } else {
                             blocking = row;
@@ -177,7 +187,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             cp.replayed += toSend.size() - refused;
             cp.skipped += skips.count - skippedBefore;
             lo = blocking != null ? blocking.record().id() - 1
-                    : rows.size() == b.batchSize() ? rows.get(rows.size() - 1).record().id() : hi;
+                    : rows.size() == config.batchSize() ? rows.get(rows.size() - 1).record().id() : hi;
             cp.lastId = lo;
             checkpoints.save(c, cp, false);
             sentThisRun += toSend.size();
@@ -199,10 +209,10 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         checkpoints.save(c, cp, done);
         Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
         log.info("txoutbox-replay {}: {} ({} replayed, {} skipped in all; {} sent, {} skipped this run in {} ms)",
-                b.name(), switch (outcome) {
+                config.name(), switch (outcome) {
                     case DONE -> "done";
                     case STOPPED -> "stopped";
-                    case WAIT_TIMED_OUT -> "stopped waiting after replay.waitTimeout " + b.waitTimeout()
+                    case WAIT_TIMED_OUT -> "stopped waiting after replay.waitTimeout " + config.waitTimeout()
                             + "; run it again to resume at outbox id " + (lo + 1);
                 }, cp.replayed, cp.skipped, sentThisRun, skips.count, elapsed.toMillis());
         // refusals are found after the page's other skips: listed in id order all the same
@@ -220,18 +230,18 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             return null;
         }
         long startNanos = System.nanoTime();
-        ClaimFloor.Settlement s = settlement.awaitSettled(c, startNanos + b.waitTimeout().toNanos(),
+        ClaimFloor.Settlement s = settlement.awaitSettled(c, startNanos + config.waitTimeout().toNanos(),
                 () -> stopping || Thread.currentThread().isInterrupted());
         if (!s.provable()) {
             log.warn("txoutbox-replay {}: the outbox's id sequence hands ids out of order (or there is none), so "
-                    + "late commits below id {} cannot be ruled out; such events may be missed", b.name(), cp.upTo);
+                    + "late commits below id {} cannot be ruled out; such events may be missed", config.name(), cp.upTo);
             return null;
         }
         if (s.settledUpTo() >= 0) {
             long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
             if (waited >= ClaimFloor.CHECK_MILLIS) {
                 log.info("txoutbox-replay {}: waited {} ms for writer transactions that could still commit events "
-                        + "of the range", b.name(), waited);
+                        + "of the range", config.name(), waited);
             }
             return null;
         }
@@ -240,7 +250,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         }
         log.warn("txoutbox-replay {}: {} writer transaction(s) that may still commit events with ids up to {} did "
                 + "not end within replay.waitTimeout {}; nothing was replayed by this run, run it again (or find the "
-                + "long transaction in pg_stat_activity)", b.name(), s.stillOpen(), cp.upTo, b.waitTimeout());
+                + "long transaction in pg_stat_activity)", config.name(), s.stillOpen(), cp.upTo, config.waitTimeout());
         return Outcome.WAIT_TIMED_OUT;
     }
 
@@ -248,15 +258,15 @@ public final class DefaultOutboxReplay implements OutboxReplay {
     private Wait awaitFinal(Connection c, Row row) throws SQLException, InterruptedException {
         OutboxRecord r = row.record();
         long startNanos = System.nanoTime();
-        long deadline = startNanos + b.waitTimeout().toNanos();
-        log.info("txoutbox-replay {}: waiting for event {} (outbox id {}, {}) before going on, up to {}{}", b.name(),
-                r.eventId(), r.id(), row.state(), b.waitTimeout(), row.state().equals("PARKED")
+        long deadline = startNanos + config.waitTimeout().toNanos();
+        log.info("txoutbox-replay {}: waiting for event {} (outbox id {}, {}) before going on, up to {}{}", config.name(),
+                r.eventId(), r.id(), row.state(), config.waitTimeout(), row.state().equals("PARKED")
                         ? ": its key is parked; requeue (OutboxAdmin.requeue) or discard it to let the replay on" : "");
         long pollMs = 20;
         while (true) {
             String state = pages.currentState(c, row);
             if (state == null || !(state.equals("PENDING") || state.equals("PARKED"))) {
-                log.info("txoutbox-replay {}: event {} is {} after {} ms; going on", b.name(), r.eventId(),
+                log.info("txoutbox-replay {}: event {} is {} after {} ms; going on", config.name(), r.eventId(),
                         state == null ? "gone" : state, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
                 return Wait.FINAL;
             }
@@ -266,8 +276,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 log.warn("txoutbox-replay {}: event {} (outbox id {}) is still {} after replay.waitTimeout {}; "
-                        + "stopping here, run the replay again to resume at it", b.name(), r.eventId(), r.id(), state,
-                        b.waitTimeout());
+                        + "stopping here, run the replay again to resume at it", config.name(), r.eventId(), r.id(), state,
+                        config.waitTimeout());
                 return Wait.TIMED_OUT;
             }
             // a poll of one row's state, not a wait for work inside the replay: the relay publishes it elsewhere
@@ -288,16 +298,16 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         while (!left.isEmpty()) {
             List<SendResult> results;
             try {
-                results = b.transport().send("replay-" + b.name(), left).toCompletableFuture()
-                        .get(b.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                results = transport.send("replay-" + config.name(), left).toCompletableFuture()
+                        .get(config.sendTimeout().toMillis(), TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.ExecutionException | TimeoutException e) {
                 results = null;
-                log.warn("txoutbox-replay {}: page of {} not acknowledged ({}); sending it again", b.name(),
+                log.warn("txoutbox-replay {}: page of {} not acknowledged ({}); sending it again", config.name(),
                         left.size(), e.toString());
             }
             if (results != null && results.size() != left.size()) {
                 log.warn("txoutbox-replay {}: transport returned {} results for a page of {}; sending it again",
-                        b.name(), results.size(), left.size());
+                        config.name(), results.size(), left.size());
             }
             List<OutboxRecord> again = new ArrayList<>();
             for (int i = 0; i < left.size(); i++) {
@@ -319,17 +329,17 @@ public final class DefaultOutboxReplay implements OutboxReplay {
                     throw new InterruptedException("stopped with a page not yet acknowledged");
                 }
                 Thread.sleep(backoffMs); // a backoff between tries, not a wait for a condition
-                backoffMs = Math.min(b.retryBackoffMax().toMillis(), backoffMs * 2);
+                backoffMs = Math.min(config.retryBackoffMax().toMillis(), backoffMs * 2);
             }
         }
         return skipped;
     }
 
     private void pace(long startNanos, long sent) throws InterruptedException {
-        if (b.maxRate() <= 0) {
+        if (config.maxRate() <= 0) {
             return;
         }
-        long due = startNanos + (long) (sent / b.maxRate() * 1e9);
+        long due = startNanos + (long) (sent / config.maxRate() * 1e9);
         long wait = due - System.nanoTime();
         if (wait > 0) {
             TimeUnit.NANOSECONDS.sleep(wait); // the rate limit
@@ -343,22 +353,22 @@ public final class DefaultOutboxReplay implements OutboxReplay {
 
     @Override
     public Result progress() {
-        try (Connection c = ReadCommitted.open(b.dataSource())) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             Checkpoint cp = checkpoints.read(c);
             // the stored progress has counts, not the listed skips; an unfinished replay has no outcome yet
             return cp == null ? null : cp.result(cp.finished ? Outcome.DONE : null, List.of(), null, Duration.ZERO);
         } catch (SQLException e) {
-            throw new OutboxException("reading the progress of replay '" + b.name() + "' failed: " + e.getMessage(),
+            throw new OutboxException("reading the progress of replay '" + config.name() + "' failed: " + e.getMessage(),
                     e, true);
         }
     }
 
     @Override
     public void reset() {
-        try (Connection c = ReadCommitted.open(b.dataSource())) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             checkpoints.delete(c);
         } catch (SQLException e) {
-            throw new OutboxException("resetting replay '" + b.name() + "' failed: " + e.getMessage(), e, true);
+            throw new OutboxException("resetting replay '" + config.name() + "' failed: " + e.getMessage(), e, true);
         }
     }
 

@@ -133,7 +133,8 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (!started.compareAndSet(false, true)) {
             return this;
         }
-        log.info("txoutbox-relay {}: starting {} with {}", config.name(), instanceId, config);
+        log.info("txoutbox-relay {}: starting {} with {} (schema {})", config.name(), instanceId,
+                RelayConfig.DESCRIPTOR.describe(config), config.schema());
         requireInstallation();
         finishPartitionConversion();
         relayListener.relayStarted(config);

@@ -1,6 +1,7 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.OutboxReplay;
+import io.txoutbox.ReplayConfig;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.ReplayStatements;
 import io.txoutbox.spi.OutboxRecord;
@@ -28,9 +29,9 @@ final class ReplayPages {
     }
 
     private final ReplayStatements sql;
-    private final OutboxReplay.Builder b;
+    private final ReplayConfig b;
 
-    ReplayPages(ReplayStatements sql, OutboxReplay.Builder b) {
+    ReplayPages(ReplayStatements sql, ReplayConfig b) {
         this.sql = sql;
         this.b = b;
     }

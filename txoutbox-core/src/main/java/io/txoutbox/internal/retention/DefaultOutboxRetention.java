@@ -3,11 +3,13 @@ package io.txoutbox.internal.retention;
 import io.txoutbox.InboxAdmin;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxRetention;
+import io.txoutbox.RetentionConfig;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +20,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,7 +36,9 @@ public final class DefaultOutboxRetention implements OutboxRetention {
     /** Parked, dead and discarded rows moved out of one expired partition at most (in its drop transaction). */
     static final int MAX_MOVED_ROWS = 10_000;
 
-    private final Config config;
+    private final DataSource dataSource;
+    private final Clock clock;
+    private final RetentionConfig config;
     private final PartitionedOutbox partitioned;
     private final RetentionWalk walker;
     private final ReentrantLock runLock = new ReentrantLock();
@@ -44,15 +49,22 @@ public final class DefaultOutboxRetention implements OutboxRetention {
     private final AtomicLong deletedTotal = new AtomicLong();
     private volatile ScheduledExecutorService executor;
 
-    public DefaultOutboxRetention(Config config) {
+    public DefaultOutboxRetention(DataSource dataSource, Clock clock, RetentionConfig config) {
+        this.dataSource = dataSource;
+        this.clock = clock;
         this.config = config;
         this.partitioned = config.schema().isPartitioned() ? new PartitionedOutbox(config.schema()) : null;
-        this.walker = new RetentionWalk(config, partitioned, closed::get);
+        this.walker = new RetentionWalk(dataSource, clock, config, partitioned, closed::get);
+    }
+
+    @Override
+    public RetentionConfig config() {
+        return config;
     }
 
     @Override
     public Result runOnce() {
-        return deleteOlderThan(config.clock().instant().minus(config.retention()));
+        return deleteOlderThan(clock.instant().minus(config.retention()));
     }
 
     @Override
@@ -75,7 +87,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             }
             InboxAdmin.Purged inbox = null;
             if (config.processedEventRetention() != null && !closed.get()) {
-                inbox = InboxAdmin.create(config.dataSource(), config.schema())
+                inbox = InboxAdmin.create(dataSource, config.schema())
                         .purge(config.processedEventRetention(), config.inboxRetention(), config.batchSize());
             }
             deletedTotal.addAndGet(walk.deleted);
@@ -101,7 +113,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
         if (started.get()) {
             return this;
         }
-        Privileges.requireAtStart(config.dataSource(), config.schema(), "retention", log, components());
+        Privileges.requireAtStart(dataSource, config.schema(), "retention", log, components());
         if (!started.compareAndSet(false, true)) {
             return this;
         }
@@ -111,11 +123,8 @@ public final class DefaultOutboxRetention implements OutboxRetention {
             t.setDaemon(true);
             return t;
         });
-        log.info("txoutbox-retention: started for {}: retention {}, batchSize {}, pause {}, interval {}, lockTimeout {},"
-                + " statementTimeout {}{}", config.schema(), config.retention(), config.batchSize(),
-                config.pauseBetweenBatches(), config.interval(), config.lockTimeout(), config.statementTimeout(),
-                config.processedEventRetention() == null ? "" : ", inbox: processed_event "
-                        + config.processedEventRetention() + ", inbox_event " + config.inboxRetention());
+        log.info("txoutbox-retention: started for {} with {}", config.schema(),
+                RetentionConfig.DESCRIPTOR.describe(config));
         executor.scheduleWithFixedDelay(this::runInBackground, 0, config.interval().toMillis(),
                 TimeUnit.MILLISECONDS);
         return this;
@@ -135,7 +144,7 @@ public final class DefaultOutboxRetention implements OutboxRetention {
 
     private List<String> missingPrivileges() throws SQLException {
         List<String> missing = new ArrayList<>();
-        try (Connection c = ReadCommitted.open(config.dataSource())) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             for (OutboxGrants.Component component : components()) {
                 missing.addAll(Privileges.missing(c, config.schema(), component));
             }

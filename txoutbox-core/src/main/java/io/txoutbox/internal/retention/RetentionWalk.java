@@ -1,8 +1,8 @@
 package io.txoutbox.internal.retention;
 
 import io.txoutbox.OutboxException;
-import io.txoutbox.OutboxRetention.Config;
 import io.txoutbox.OutboxRetention.Partitions;
+import io.txoutbox.RetentionConfig;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.pg.AdvisoryLocks;
@@ -14,10 +14,12 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.function.BooleanSupplier;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,7 +37,9 @@ final class RetentionWalk {
     /** The probe's window grows over empty ranges up to this many batch sizes. */
     private static final int MAX_PROBE_BATCHES = 64;
 
-    private final Config config;
+    private final DataSource dataSource;
+    private final Clock clock;
+    private final RetentionConfig config;
     /** What the walk deletes from: the table, or the default partition of a partitioned one. */
     private final String walked;
     private final PartitionedOutbox partitioned;
@@ -45,7 +49,10 @@ final class RetentionWalk {
     private final BooleanSupplier closed;
     private volatile boolean warnedSummarize;
 
-    RetentionWalk(Config config, PartitionedOutbox partitioned, BooleanSupplier closed) {
+    RetentionWalk(DataSource dataSource, Clock clock, RetentionConfig config, PartitionedOutbox partitioned,
+            BooleanSupplier closed) {
+        this.dataSource = dataSource;
+        this.clock = clock;
         this.config = config;
         this.partitioned = partitioned;
         this.walked = partitioned == null ? config.schema().qualifiedOutboxTable()
@@ -69,7 +76,7 @@ final class RetentionWalk {
         Walk walk = new Walk();
         var cutoffTs = cutoff.atOffset(ZoneOffset.UTC);
         int batchSize = config.batchSize();
-        try (Connection c = ReadCommitted.open(config.dataSource())) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
@@ -202,7 +209,7 @@ final class RetentionWalk {
      * default partition (rows that no period covered), which is normally empty of published rows.
      */
     private Partitions maintainPartitions(Connection c, Instant cutoff) throws SQLException {
-        Partitions r = partitioned.maintain(c, config.clock().instant(), cutoff, config.lockTimeout(),
+        Partitions r = partitioned.maintain(c, clock.instant(), cutoff, config.lockTimeout(),
                 DefaultOutboxRetention.MAX_MOVED_ROWS);
         if (!r.created().isEmpty() || !r.dropped().isEmpty()) {
             log.info("txoutbox-retention: partitions of {}: created {}, dropped {}{}", config.schema(), r.created(),
