@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.config.Values;
 import java.time.Duration;
 import java.util.Map;
@@ -44,7 +45,7 @@ public record InboxWorkerConfig(
      * and the listener are builder calls only.
      */
     public static final ConfigDescriptor<InboxWorker.Builder, InboxWorkerConfig> DESCRIPTOR =
-            ConfigDescriptor.<InboxWorker.Builder, InboxWorkerConfig>define("inboxWorker")
+            RetryDraft.addSettings(ConfigDescriptor.<InboxWorker.Builder, InboxWorkerConfig>define("inboxWorker")
                     .add("consumer", String.class, null, "", "The consumer whose inbox rows this worker processes "
                             + "(required)", InboxWorker.Builder::consumer, InboxWorkerConfig::consumer)
                     .add("name", String.class, DEFAULT_NAME, "", "Names the worker in logs and thread names",
@@ -56,21 +57,8 @@ public record InboxWorkerConfig(
                             + MAX_BATCH_SIZE + ")", InboxWorker.Builder::batchSize, InboxWorkerConfig::batchSize)
                     .add("pollInterval", Duration.class, DEFAULT_POLL_INTERVAL, "", "How often an idle lane looks "
                             + "for work without a nudge", InboxWorker.Builder::pollInterval,
-                            InboxWorkerConfig::pollInterval)
-                    .add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
-                            + "of one event before the failure policy applies",
-                            (b, v) -> b.retryDraft().maxAttempts = v, c -> c.retry().maxAttempts())
-                    .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
-                            + "wait after its first failure", (b, v) -> b.retryDraft().initialBackoff = v,
-                            c -> c.retry().initialBackoff())
-                    .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
-                            + "of a key between attempts", (b, v) -> b.retryDraft().maxBackoff = v,
-                            c -> c.retry().maxBackoff())
-                    .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
-                            + "per failed attempt (>= 1.0)", (b, v) -> b.retryDraft().multiplier = v,
-                            c -> c.retry().multiplier())
-                    .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
-                            + "wait, in [0, 1)", (b, v) -> b.retryDraft().jitter = v, c -> c.retry().jitter())
+                            InboxWorkerConfig::pollInterval),
+                    InboxWorker.Builder::retryDraft, InboxWorkerConfig::retry)
                     .add("failurePolicy", FailurePolicy.class, DEFAULT_FAILURE_POLICY, "", "What happens to an event"
                             + " that used up its attempts: PARK_KEY, DEAD_LETTER_AND_CONTINUE, ...",
                             InboxWorker.Builder::failurePolicy, InboxWorkerConfig::failurePolicy)

@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.config.Values;
 import java.time.Duration;
 
@@ -50,7 +51,7 @@ public record RelayConfig(
 
     /** Every setting of the relay, as the starter, the CLI and the docs name them ({@code txoutbox.relay.*}). */
     public static final ConfigDescriptor<PollingRelay.Builder, RelayConfig> DESCRIPTOR =
-            ConfigDescriptor.<PollingRelay.Builder, RelayConfig>define("relay")
+            RetryDraft.addSettings(ConfigDescriptor.<PollingRelay.Builder, RelayConfig>define("relay")
                     .add("name", String.class, DEFAULT_NAME, "", "Names the relay group in logs, threads and the "
                             + "transport's lane ids; the same in every instance", PollingRelay.Builder::name,
                             RelayConfig::name)
@@ -81,22 +82,8 @@ public record RelayConfig(
                             RelayConfig::leaseTimeout)
                     .add("maxLanesPerInstance", Integer.class, DEFAULT_MAX_LANES_PER_INSTANCE, "", "The most lanes "
                             + "this instance works at once (default: its fair share)",
-                            PollingRelay.Builder::maxLanesPerInstance, RelayConfig::maxLanesPerInstance)
-                    .add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
-                            + "of one event before the failure policy applies",
-                            (b, v) -> b.retryDraft().maxAttempts = v, c -> c.retry().maxAttempts())
-                    .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
-                            + "wait after its first failure", (b, v) -> b.retryDraft().initialBackoff = v,
-                            c -> c.retry().initialBackoff())
-                    .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
-                            + "of a key between attempts", (b, v) -> b.retryDraft().maxBackoff = v,
-                            c -> c.retry().maxBackoff())
-                    .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
-                            + "per failed attempt (>= 1.0)", (b, v) -> b.retryDraft().multiplier = v,
-                            c -> c.retry().multiplier())
-                    .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
-                            + "wait, in [0, 1)", (b, v) -> b.retryDraft().jitter = v,
-                            c -> c.retry().jitter())
+                            PollingRelay.Builder::maxLanesPerInstance, RelayConfig::maxLanesPerInstance),
+                    PollingRelay.Builder::retryDraft, RelayConfig::retry)
                     .add("failurePolicy", FailurePolicy.class, DEFAULT_FAILURE_POLICY, "", "What happens to an event"
                             + " that used up its attempts: PARK_KEY, DEAD_LETTER_AND_CONTINUE, ...",
                             PollingRelay.Builder::failurePolicy, RelayConfig::failurePolicy)

@@ -1,7 +1,9 @@
 package io.txoutbox.internal.config;
 
+import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.RetryPolicy;
 import java.time.Duration;
+import java.util.function.Function;
 
 /**
  * A builder's retry policy while it is being set one value at a time (from settings): the values are checked
@@ -33,5 +35,27 @@ public final class RetryDraft {
 
     public RetryPolicy toPolicy() {
         return new RetryPolicy(maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
+    }
+
+    /**
+     * Adds the {@code retry.*} settings (max-attempts, initial-backoff, max-backoff, multiplier, jitter) to a
+     * component's descriptor: {@code draft} is its builder's draft, {@code policy} its record's policy.
+     */
+    public static <B, C> ConfigDescriptor.Definition<B, C> addSettings(ConfigDescriptor.Definition<B, C> d,
+            Function<B, RetryDraft> draft, Function<C, RetryPolicy> policy) {
+        return d.add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
+                        + "of one event before the failure policy applies",
+                        (b, v) -> draft.apply(b).maxAttempts = v, c -> policy.apply(c).maxAttempts())
+                .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
+                        + "wait after its first failure", (b, v) -> draft.apply(b).initialBackoff = v,
+                        c -> policy.apply(c).initialBackoff())
+                .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
+                        + "of a key between attempts", (b, v) -> draft.apply(b).maxBackoff = v,
+                        c -> policy.apply(c).maxBackoff())
+                .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
+                        + "per failed attempt (>= 1.0)", (b, v) -> draft.apply(b).multiplier = v,
+                        c -> policy.apply(c).multiplier())
+                .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
+                        + "wait, in [0, 1)", (b, v) -> draft.apply(b).jitter = v, c -> policy.apply(c).jitter());
     }
 }
