@@ -76,26 +76,12 @@ public final class StatusSql {
         return bound == null ? null : Instant.ofEpochMilli(bound.getMostSignificantBits() >>> 16);
     }
 
-    @FunctionalInterface
-    private interface Read<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    private <T> T read(DataSource dataSource, String what, Read<T> read) {
-        try (Connection c = ReadCommitted.open(dataSource)) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
+    private <T> T read(DataSource dataSource, String what, ReadCommitted.Work<T> read) {
+        try {
+            return ReadCommitted.transaction(dataSource, c -> {
                 boundStatusReads(c);
-                T result = read.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
+                return read.run(c);
+            });
         } catch (SQLException e) {
             throw new OutboxException("reading " + what + " of " + schema + " failed: " + e.getMessage()
                     + " (SQLState " + e.getSQLState() + ")", e, PgErrors.isRetriable(e));

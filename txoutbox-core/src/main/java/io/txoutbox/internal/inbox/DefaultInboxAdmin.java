@@ -12,7 +12,6 @@ import io.txoutbox.internal.StatusSql;
 import io.txoutbox.internal.pg.InboxAdminStatements;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PgErrors;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -39,22 +38,9 @@ public final class DefaultInboxAdmin implements InboxAdmin {
         this.statements = new InboxAdminStatements(schema.schema());
     }
 
-    @FunctionalInterface
-    private interface Work<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = ReadCommitted.open(dataSource)) {
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            }
+    private <T> T inTransaction(String what, ReadCommitted.Work<T> work) {
+        try {
+            return ReadCommitted.transaction(dataSource, work);
         } catch (SQLException e) {
             throw new OutboxException(what + " failed: " + e.getMessage() + " (SQLState " + e.getSQLState() + ")"
                     + Privileges.hint(e, what.startsWith("purging") ? OutboxGrants.Component.INBOX_RETENTION

@@ -72,6 +72,45 @@ public final class ReadCommitted {
                 });
     }
 
+    /** Work inside one transaction of an operator call. */
+    @FunctionalInterface
+    public interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    /**
+     * Runs {@code work} in one READ COMMITTED transaction on a connection of its own and commits it; on a failure
+     * rolls back and rethrows the work's failure, the rollback's own failure (a session that died in the work cannot
+     * roll back) attached as suppressed. For operator calls (admin, status) only: a lane's fencing is its session, so
+     * nothing in a lane's path may take a new connection for its work.
+     */
+    public static <T> T transaction(DataSource dataSource, Work<T> work) throws SQLException {
+        try (Connection c = open(dataSource)) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                T result = work.run(c);
+                c.commit();
+                return result;
+            } catch (SQLException | RuntimeException e) {
+                try {
+                    c.rollback();
+                } catch (SQLException rollback) {
+                    e.addSuppressed(rollback);
+                }
+                throw e;
+            } finally {
+                try {
+                    if (!c.isClosed()) {
+                        c.setAutoCommit(autoCommit);
+                    }
+                } catch (SQLException ignored) {
+                    // a broken session is left to its pool
+                }
+            }
+        }
+    }
+
     /**
      * Sets READ COMMITTED on a connection with no transaction open (autocommit on, or just committed); returns the
      * level it had, for {@link #restore}. No round trip to change anything when it is READ COMMITTED already.

@@ -77,22 +77,9 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
         });
     }
 
-    @FunctionalInterface
-    private interface Work<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = ReadCommitted.open(dataSource)) {
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            }
+    private <T> T inTransaction(String what, ReadCommitted.Work<T> work) {
+        try {
+            return ReadCommitted.transaction(dataSource, work);
         } catch (SQLException e) {
             String hint = PgErrors.is(e, PgErrors.UNDEFINED_COLUMN) ? "; the outbox table is older than this version"
                     + " of txoutbox: run OutboxSchema.migrate (or apply V3__operations.sql with your migration tool)"
