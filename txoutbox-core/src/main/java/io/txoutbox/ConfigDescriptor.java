@@ -152,7 +152,8 @@ public final class ConfigDescriptor<B, C> {
         String text = value.toString();
         try {
             if (boxed == Integer.class) {
-                return Integer.valueOf(text.trim().replace("_", ""));
+                return "bytes".equals(s.unit()) ? Math.toIntExact(Values.parseBytes(text))
+                        : Integer.valueOf(text.trim().replace("_", ""));
             }
             if (boxed == Long.class) {
                 return "bytes".equals(s.unit()) ? Values.parseBytes(text) : Long.valueOf(text.trim().replace("_", ""));
@@ -193,8 +194,8 @@ public final class ConfigDescriptor<B, C> {
         if (v instanceof Duration d) {
             return Values.format(d);
         }
-        if (v instanceof Long l && "bytes".equals(unit)) {
-            return Values.formatBytes(l);
+        if (v instanceof Number n && (v instanceof Long || v instanceof Integer) && "bytes".equals(unit)) {
+            return Values.formatBytes(n.longValue());
         }
         if (v instanceof Enum<?> e) {
             return e.name();

@@ -1,6 +1,8 @@
 package io.txoutbox.internal.config;
 
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.pg.Identifiers;
 import java.time.Duration;
 import java.util.regex.Pattern;
 
@@ -76,6 +78,36 @@ public final class Checks {
     public static Duration atLeast(String property, Duration value, Duration min) {
         if (value == null || value.compareTo(min) < 0) {
             throw invalid(property, "must be >= " + Values.format(min) + ", was " + Values.format(value));
+        }
+        return value;
+    }
+
+    /**
+     * The one rule for a component's {@link OutboxSchema}: not null, refused at the builder call
+     * {@code schema(null)} (no builder has a use for "no schema"), with the same message everywhere.
+     */
+    public static OutboxSchema schema(String component, OutboxSchema schema) {
+        if (schema == null) {
+            throw new InvalidConfigurationException(component + ".schema must not be null: pass "
+                    + "OutboxSchema.defaults() or OutboxSchema.builder()...build() (settings txoutbox.schema.*)");
+        }
+        return schema;
+    }
+
+    /** A PostgreSQL schema or table name from configuration ({@link Identifiers#problem}). */
+    public static String identifier(String property, String value) {
+        String problem = Identifiers.problem(value);
+        if (problem != null) {
+            throw invalid(property, problem);
+        }
+        return value;
+    }
+
+    /** A table name that leaves room in 63 bytes for the names derived from it with {@code suffix}. */
+    public static String roomForSuffix(String property, String value, String suffix) {
+        String problem = Identifiers.roomForSuffixProblem(value, suffix);
+        if (problem != null) {
+            throw invalid(property, problem);
         }
         return value;
     }
