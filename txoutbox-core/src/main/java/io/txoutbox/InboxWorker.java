@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.inbox.DefaultInboxWorker;
 import io.txoutbox.internal.inbox.HandlerFailures;
@@ -89,8 +90,9 @@ public interface InboxWorker extends AutoCloseable {
         }
 
         /** The schema the inbox tables live in (default {@code public}). */
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("inboxWorker", schema);
             return this;
         }
 

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.relay.DefaultPollingRelay;
 import io.txoutbox.spi.RelayListener;
@@ -138,8 +139,9 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("relay", schema);
             return this;
         }
 

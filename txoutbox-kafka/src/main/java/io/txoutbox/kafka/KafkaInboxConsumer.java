@@ -13,6 +13,7 @@ import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.inbox.DefaultInbox;
 import io.txoutbox.internal.inbox.HandlerFailures;
 import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.inbox.InboxBytes;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -735,8 +736,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
+        /** Where the inbox tables are, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("kafkaInbox", schema);
             return this;
         }
 
