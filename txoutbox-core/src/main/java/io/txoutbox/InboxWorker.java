@@ -72,7 +72,7 @@ public interface InboxWorker extends AutoCloseable {
         private int lanes = InboxWorkerConfig.DEFAULT_LANES;
         private int batchSize = InboxWorkerConfig.DEFAULT_BATCH_SIZE;
         private Duration pollInterval = InboxWorkerConfig.DEFAULT_POLL_INTERVAL;
-        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
+        private final RetryDraft retry = new RetryDraft("inboxWorker", RetryPolicy.defaults());
         private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private InboxListener listener = InboxListener.none();

@@ -117,7 +117,7 @@ public interface PollingRelay extends AutoCloseable {
         private Duration outageBackoffMax = RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX;
         private Duration leaseTimeout = RelayConfig.DEFAULT_LEASE_TIMEOUT;
         private int maxLanesPerInstance = RelayConfig.DEFAULT_MAX_LANES_PER_INSTANCE;
-        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
+        private final RetryDraft retry = new RetryDraft("relay", RetryPolicy.defaults());
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
         private boolean listenNotify;

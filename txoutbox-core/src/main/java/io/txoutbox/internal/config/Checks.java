@@ -112,6 +112,38 @@ public final class Checks {
         return value;
     }
 
+    /** A finite number, at least {@code min}. */
+    public static double atLeast(String property, double value, double min) {
+        if (!(value >= min) || Double.isInfinite(value)) {
+            throw invalid(property, "must be >= " + min + ", was " + value);
+        }
+        return value;
+    }
+
+    /** A fraction in {@code [0, 1)}. */
+    public static double fraction(String property, double value) {
+        if (!(value >= 0.0 && value < 1.0)) {
+            throw invalid(property, "must be in [0, 1), was " + value);
+        }
+        return value;
+    }
+
+    /**
+     * The rules of a {@link io.txoutbox.RetryPolicy}, its values named under {@code property} ({@code "retry"} for
+     * a policy on its own, {@code "relay.retry"} for the relay's, whose settings are {@code txoutbox.relay.retry.*}).
+     */
+    public static void retry(String property, int maxAttempts, Duration initialBackoff, Duration maxBackoff,
+            double multiplier, double jitter) {
+        atLeast(property + ".maxAttempts", maxAttempts, 1);
+        positive(property + ".initialBackoff", initialBackoff);
+        if (maxBackoff == null || maxBackoff.compareTo(initialBackoff) < 0) {
+            throw invalid(property + ".maxBackoff", "must be >= " + property + ".initialBackoff ("
+                    + Values.format(initialBackoff) + "), was " + Values.format(maxBackoff));
+        }
+        atLeast(property + ".multiplier", multiplier, 1.0);
+        fraction(property + ".jitter", jitter);
+    }
+
     /** A component's name, used in thread names, logs and metrics: 1 to 100 of {@code [A-Za-z0-9._-]}. */
     public static String name(String property, String value) {
         if (value == null || !NAME.matcher(value).matches()) {

@@ -12,19 +12,22 @@ import java.util.function.Function;
  */
 public final class RetryDraft {
 
+    private final String property;
     public int maxAttempts;
     public Duration initialBackoff;
     public Duration maxBackoff;
     public double multiplier;
     public double jitter;
 
-    public RetryDraft(RetryPolicy from) {
+    /** The draft of {@code component}'s policy ({@code "relay"}: its values are {@code relay.retry.*}). */
+    public RetryDraft(String component, RetryPolicy from) {
+        this.property = component + ".retry";
         set(from);
     }
 
     public void set(RetryPolicy p) {
         if (p == null) {
-            throw Checks.invalid("retry", "must not be null");
+            throw Checks.invalid(property, "must not be null");
         }
         maxAttempts = p.maxAttempts();
         initialBackoff = p.initialBackoff();
@@ -33,7 +36,9 @@ public final class RetryDraft {
         jitter = p.jitter();
     }
 
+    /** The policy, its values checked under the component's names ({@code relay.retry.maxBackoff}). */
     public RetryPolicy toPolicy() {
+        Checks.retry(property, maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
         return new RetryPolicy(maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
     }
 
