@@ -27,8 +27,10 @@ import java.util.stream.Collectors;
  * }</pre>
  *
  * Settings that are objects (a {@code DataSource}, a transport, a listener, a {@code Clock}) are builder calls
- * only. Text forms: durations {@code 500ms}, {@code 5s}, {@code 2m}, {@code 1h}, {@code 7d} or ISO-8601 (a bare
- * number is milliseconds), sizes {@code 16MB} (a bare number is bytes), enums by name in any case.
+ * only. Text forms ({@code internal.config.Values}): durations {@code 500ms}, {@code 5s}, {@code 2m}, {@code 1h},
+ * {@code 7d} (also {@code ns}, {@code us}) or ISO-8601, a bare number is milliseconds, never negative; sizes
+ * {@code 16MB} with {@code B}, {@code KB}, {@code MB}, {@code GB} (powers of 1024; whole numbers; a bare number is
+ * bytes); enums by name in any case.
  *
  * @param <B> the component's builder
  * @param <C> the component's configuration record
@@ -152,7 +154,8 @@ public final class ConfigDescriptor<B, C> {
         String text = value.toString();
         try {
             if (boxed == Integer.class) {
-                return Integer.valueOf(text.trim().replace("_", ""));
+                return "bytes".equals(s.unit()) ? Math.toIntExact(Values.parseBytes(text))
+                        : Integer.valueOf(text.trim().replace("_", ""));
             }
             if (boxed == Long.class) {
                 return "bytes".equals(s.unit()) ? Values.parseBytes(text) : Long.valueOf(text.trim().replace("_", ""));
@@ -193,8 +196,8 @@ public final class ConfigDescriptor<B, C> {
         if (v instanceof Duration d) {
             return Values.format(d);
         }
-        if (v instanceof Long l && "bytes".equals(unit)) {
-            return Values.formatBytes(l);
+        if (v instanceof Number n && (v instanceof Long || v instanceof Integer) && "bytes".equals(unit)) {
+            return Values.formatBytes(n.longValue());
         }
         if (v instanceof Enum<?> e) {
             return e.name();

@@ -28,7 +28,7 @@ public record HealthConfig(OutboxSchema schema, Duration maxEventAge, Duration m
                     .build();
 
     public HealthConfig {
-        Checks.notNull("health.schema", schema);
+        Checks.schema("health", schema);
         Checks.positive("health.maxEventAge", maxEventAge);
         Checks.positive("health.maxLoopStall", maxLoopStall);
     }

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.inbox.DefaultInbox;
 import java.sql.Connection;
 import java.util.List;
@@ -98,7 +99,7 @@ public interface Inbox {
 
     /** An inbox whose tables live in the given schema. */
     static Inbox create(OutboxSchema schema) {
-        return new DefaultInbox(Objects.requireNonNull(schema, "schema"));
+        return new DefaultInbox(Checks.schema("inbox", schema));
     }
 
     /** An inbox in {@code public}. */

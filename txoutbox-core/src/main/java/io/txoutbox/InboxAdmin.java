@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.inbox.DefaultInboxAdmin;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,7 +22,7 @@ import javax.sql.DataSource;
 public interface InboxAdmin {
 
     static InboxAdmin create(DataSource dataSource, OutboxSchema schema) {
-        return new DefaultInboxAdmin(dataSource, schema);
+        return new DefaultInboxAdmin(dataSource, Checks.schema("inboxAdmin", schema));
     }
 
     /** A key whose head event is parked, with the number of later events of the key waiting behind it. */

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.inbox.DefaultInboxWorker;
 import io.txoutbox.internal.inbox.HandlerFailures;
@@ -71,7 +72,7 @@ public interface InboxWorker extends AutoCloseable {
         private int lanes = InboxWorkerConfig.DEFAULT_LANES;
         private int batchSize = InboxWorkerConfig.DEFAULT_BATCH_SIZE;
         private Duration pollInterval = InboxWorkerConfig.DEFAULT_POLL_INTERVAL;
-        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
+        private final RetryDraft retry = new RetryDraft("inboxWorker", RetryPolicy.defaults());
         private FailurePolicy failurePolicy = InboxWorkerConfig.DEFAULT_FAILURE_POLICY;
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private InboxListener listener = InboxListener.none();
@@ -89,8 +90,9 @@ public interface InboxWorker extends AutoCloseable {
         }
 
         /** The schema the inbox tables live in (default {@code public}). */
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("inboxWorker", schema);
             return this;
         }
 

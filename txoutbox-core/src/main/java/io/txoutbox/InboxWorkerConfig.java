@@ -74,7 +74,7 @@ public record InboxWorkerConfig(
                     .build();
 
     public InboxWorkerConfig {
-        Checks.notNull("inboxWorker.schema", schema);
+        Checks.schema("inboxWorker", schema);
         Checks.notNull("inboxWorker.retry", retry);
         Checks.notNull("inboxWorker.failurePolicy", failurePolicy);
         Checks.notNull("inboxWorker.permanentFailure", permanentFailure);

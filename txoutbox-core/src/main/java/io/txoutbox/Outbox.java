@@ -1,9 +1,11 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.DefaultOutbox;
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.spi.PayloadSerializer;
 import java.sql.Connection;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -56,13 +58,13 @@ public interface Outbox {
         private int maxPayloadBytes = OutboxConfig.DEFAULT_MAX_PAYLOAD_BYTES;
         private int maxHeaderBytes = OutboxConfig.DEFAULT_MAX_HEADER_BYTES;
         private Runnable afterPublish;
-        private boolean notifyOnPublish;
+        private boolean notifyOnPublish = OutboxConfig.DEFAULT_NOTIFY_ON_PUBLISH;
 
         private Builder() {
         }
 
         public Builder schema(OutboxSchema schema) {
-            this.schema = java.util.Objects.requireNonNull(schema, "schema");
+            this.schema = Checks.schema("outbox", schema);
             return this;
         }
 
@@ -102,9 +104,18 @@ public interface Outbox {
             return this;
         }
 
+        /**
+         * Applies settings by their names in {@link OutboxConfig#DESCRIPTOR} ({@code "max-payload-bytes"} or
+         * {@code "txoutbox.outbox.max-payload-bytes"}), each value its text form ({@code "1MB"}) or typed; an unknown
+         * name or an unreadable value fails and changes nothing.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return OutboxConfig.DESCRIPTOR.apply(this, settings);
+        }
+
         public Outbox build() {
-            return new DefaultOutbox(new OutboxConfig(schema, serializer, maxPayloadBytes, maxHeaderBytes),
-                    afterPublish, notifyOnPublish);
+            return new DefaultOutbox(new OutboxConfig(schema, serializer, maxPayloadBytes, maxHeaderBytes,
+                    notifyOnPublish), afterPublish);
         }
     }
 }

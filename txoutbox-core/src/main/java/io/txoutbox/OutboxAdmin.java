@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.relay.DefaultOutboxAdmin;
 import java.time.Instant;
 import java.util.EnumSet;
@@ -28,7 +29,7 @@ import javax.sql.DataSource;
 public interface OutboxAdmin {
 
     static OutboxAdmin create(DataSource dataSource, OutboxSchema schema) {
-        return new DefaultOutboxAdmin(dataSource, schema);
+        return new DefaultOutboxAdmin(dataSource, Checks.schema("outboxAdmin", schema));
     }
 
     /** A key whose head event is parked; {@code waiting} later events of the key are held back behind it. */

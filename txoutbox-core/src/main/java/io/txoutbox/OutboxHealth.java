@@ -159,8 +159,9 @@ public final class OutboxHealth {
             return this;
         }
 
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("health", schema);
             return this;
         }
 

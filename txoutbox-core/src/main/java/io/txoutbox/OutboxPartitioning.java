@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import java.time.DayOfWeek;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -35,12 +36,9 @@ public record OutboxPartitioning(Period period, int ahead) {
 
     public OutboxPartitioning {
         if (period == null) {
-            throw new InvalidConfigurationException("outbox.partitioning.period must be set (DAY, WEEK or MONTH)");
+            throw Checks.invalid("schema.partitioning.period", "must be set (DAY, WEEK or MONTH)");
         }
-        if (ahead < 1 || ahead > MAX_AHEAD) {
-            throw new InvalidConfigurationException("outbox.partitioning.ahead must be between 1 and " + MAX_AHEAD
-                    + " partitions, was " + ahead);
-        }
+        Checks.between("schema.partitioning.ahead", ahead, 1, MAX_AHEAD);
     }
 
     /** One partition per UTC day, 7 created ahead. */

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.relay.DefaultOutboxReplay;
 import io.txoutbox.spi.Transport;
 import java.time.Duration;
@@ -168,8 +169,9 @@ public interface OutboxReplay {
             return this;
         }
 
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("replay", schema);
             return this;
         }
 

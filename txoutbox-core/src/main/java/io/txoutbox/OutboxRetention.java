@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.retention.DefaultOutboxRetention;
 import java.time.Clock;
 import java.time.Duration;
@@ -114,8 +115,9 @@ public interface OutboxRetention extends AutoCloseable {
             return this;
         }
 
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("retention", schema);
             return this;
         }
 

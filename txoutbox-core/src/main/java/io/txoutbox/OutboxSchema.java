@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
@@ -9,6 +10,7 @@ import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.HexFormat;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -34,19 +36,39 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
     public static final int DEFAULT_SHARDS = 32;
     public static final int MAX_SHARDS = 4096;
 
+    /**
+     * Every setting of the outbox's location ({@code txoutbox.schema.*}); {@code partitioning.period} unset is a plain
+     * table, set it partitions the table, with {@code partitioning.ahead} (default per period) created ahead.
+     */
+    public static final ConfigDescriptor<Builder, OutboxSchema> DESCRIPTOR =
+            ConfigDescriptor.<Builder, OutboxSchema>define("schema")
+                    .add("schema", String.class, DEFAULT_SCHEMA, "", "PostgreSQL schema of the outbox and inbox "
+                            + "tables", Builder::schema, OutboxSchema::schema)
+                    .add("outboxTable", String.class, DEFAULT_OUTBOX_TABLE, "", "Name of the outbox table",
+                            Builder::outboxTable, OutboxSchema::outboxTable)
+                    .add("shards", Integer.class, DEFAULT_SHARDS, "", "Shards the partition keys are hashed into "
+                            + "(1 to " + MAX_SHARDS + "); fixed when the table is created", Builder::shards,
+                            OutboxSchema::shards)
+                    .add("partitioning.period", OutboxPartitioning.Period.class, null, "", "DAY, WEEK or MONTH: "
+                            + "a time-partitioned outbox table; unset: a plain one",
+                            (b, v) -> b.partitionPeriod = v,
+                            c -> c.partitioning() == null ? null : c.partitioning().period())
+                    .add("partitioning.ahead", Integer.class, null, "partitions", "Partitions kept created after "
+                            + "the current one (1 to " + OutboxPartitioning.MAX_AHEAD + "; default 7 for DAY, 4 for "
+                            + "WEEK, 2 for MONTH)", (b, v) -> b.partitionAhead = v,
+                            c -> c.partitioning() == null ? null : c.partitioning().ahead())
+                    .build();
+
     /** A plain (not partitioned) outbox table. */
     public OutboxSchema(String schema, String outboxTable, int shards) {
         this(schema, outboxTable, shards, null);
     }
 
     public OutboxSchema {
-        Identifiers.require("outbox.schema", schema);
-        Identifiers.require("outbox.outboxTable", outboxTable);
-        Identifiers.requireRoomForSuffix("outbox.outboxTable", outboxTable, Identifiers.LONGEST_SUFFIX);
-        if (shards < 1 || shards > MAX_SHARDS) {
-            throw new InvalidConfigurationException(
-                    "outbox.shards must be between 1 and " + MAX_SHARDS + ", was " + shards);
-        }
+        Checks.identifier("schema.schema", schema);
+        Checks.identifier("schema.outboxTable", outboxTable);
+        Checks.roomForSuffix("schema.outboxTable", outboxTable, Identifiers.LONGEST_SUFFIX);
+        Checks.between("schema.shards", shards, 1, MAX_SHARDS);
     }
 
     /** {@code public.outbox_event} with {@value #DEFAULT_SHARDS} shards. */
@@ -124,7 +146,8 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         private String schema = DEFAULT_SCHEMA;
         private String outboxTable = DEFAULT_OUTBOX_TABLE;
         private int shards = DEFAULT_SHARDS;
-        private OutboxPartitioning partitioning;
+        private OutboxPartitioning.Period partitionPeriod;
+        private Integer partitionAhead;
 
         private Builder() {
         }
@@ -149,12 +172,38 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
          * {@code null} for a plain one (the default). Event ids must then be UUIDv7 (the default when not given).
          */
         public Builder partitioned(OutboxPartitioning partitioning) {
-            this.partitioning = partitioning;
+            this.partitionPeriod = partitioning == null ? null : partitioning.period();
+            this.partitionAhead = partitioning == null ? null : partitioning.ahead();
             return this;
         }
 
+        /**
+         * Applies settings by their names in {@link OutboxSchema#DESCRIPTOR} ({@code "outbox-table"} or
+         * {@code "txoutbox.schema.outbox-table"}), each value its text form or typed; an unknown name or an
+         * unreadable value fails and changes nothing.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return DESCRIPTOR.apply(this, settings);
+        }
+
         public OutboxSchema build() {
-            return new OutboxSchema(schema, outboxTable, shards, partitioning);
+            return new OutboxSchema(schema, outboxTable, shards, partitioning());
+        }
+
+        private OutboxPartitioning partitioning() {
+            if (partitionPeriod == null) {
+                if (partitionAhead != null) {
+                    throw Checks.invalid("schema.partitioning.ahead", "is set (" + partitionAhead + ") but "
+                            + "schema.partitioning.period is not: set the period too, or neither");
+                }
+                return null;
+            }
+            OutboxPartitioning byPeriod = switch (partitionPeriod) {
+                case DAY -> OutboxPartitioning.daily();
+                case WEEK -> OutboxPartitioning.weekly();
+                case MONTH -> OutboxPartitioning.monthly();
+            };
+            return partitionAhead == null ? byPeriod : byPeriod.ahead(partitionAhead);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.relay.DefaultPollingRelay;
 import io.txoutbox.spi.RelayListener;
@@ -116,7 +117,7 @@ public interface PollingRelay extends AutoCloseable {
         private Duration outageBackoffMax = RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX;
         private Duration leaseTimeout = RelayConfig.DEFAULT_LEASE_TIMEOUT;
         private int maxLanesPerInstance = RelayConfig.DEFAULT_MAX_LANES_PER_INSTANCE;
-        private final RetryDraft retry = new RetryDraft(RetryPolicy.defaults());
+        private final RetryDraft retry = new RetryDraft("relay", RetryPolicy.defaults());
         private FailurePolicy failurePolicy = RelayConfig.DEFAULT_FAILURE_POLICY;
         private String deadLetterTopic;
         private boolean listenNotify;
@@ -138,8 +139,9 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("relay", schema);
             return this;
         }
 

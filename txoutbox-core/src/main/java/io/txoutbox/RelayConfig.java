@@ -99,7 +99,7 @@ public record RelayConfig(
                     .build();
 
     public RelayConfig {
-        Checks.notNull("relay.schema", schema);
+        Checks.schema("relay", schema);
         Checks.notNull("relay.retry", retry);
         Checks.notNull("relay.failurePolicy", failurePolicy);
         Checks.name("relay.name", name);

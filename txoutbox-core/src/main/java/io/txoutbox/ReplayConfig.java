@@ -86,7 +86,7 @@ public record ReplayConfig(
                     .build();
 
     public ReplayConfig {
-        Checks.notNull("replay.schema", schema);
+        Checks.schema("replay", schema);
         Checks.name("replay.name", name);
         if (toTopic != null) {
             Checks.topic("replay.toTopic", toTopic);

@@ -63,7 +63,7 @@ public record RetentionConfig(
                     .build();
 
     public RetentionConfig {
-        Checks.notNull("retention.schema", schema);
+        Checks.schema("retention", schema);
         Checks.notNegative("retention.retention", retention);
         Checks.between("retention.batchSize", batchSize, 1, MAX_BATCH_SIZE);
         Checks.notNegative("retention.pauseBetweenBatches", pauseBetweenBatches);

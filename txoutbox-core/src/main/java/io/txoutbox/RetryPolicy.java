@@ -1,7 +1,7 @@
 package io.txoutbox;
 
+import io.txoutbox.internal.config.Checks;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -21,24 +21,7 @@ public record RetryPolicy(int maxAttempts, Duration initialBackoff, Duration max
     public static final double DEFAULT_JITTER = 0.2;
 
     public RetryPolicy {
-        Objects.requireNonNull(initialBackoff, "retry.initialBackoff");
-        Objects.requireNonNull(maxBackoff, "retry.maxBackoff");
-        if (maxAttempts < 1) {
-            throw new InvalidConfigurationException("retry.maxAttempts must be >= 1, was " + maxAttempts);
-        }
-        if (initialBackoff.isNegative() || initialBackoff.isZero()) {
-            throw new InvalidConfigurationException("retry.initialBackoff must be > 0, was " + initialBackoff);
-        }
-        if (maxBackoff.compareTo(initialBackoff) < 0) {
-            throw new InvalidConfigurationException("retry.maxBackoff must be >= retry.initialBackoff ("
-                    + initialBackoff + "), was " + maxBackoff);
-        }
-        if (!(multiplier >= 1.0) || Double.isInfinite(multiplier)) {
-            throw new InvalidConfigurationException("retry.multiplier must be >= 1.0, was " + multiplier);
-        }
-        if (!(jitter >= 0.0 && jitter < 1.0)) {
-            throw new InvalidConfigurationException("retry.jitter must be in [0, 1), was " + jitter);
-        }
+        Checks.retry("retry", maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
     }
 
     public static RetryPolicy defaults() {

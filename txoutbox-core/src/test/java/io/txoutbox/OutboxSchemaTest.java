@@ -14,9 +14,9 @@ class OutboxSchemaTest {
     void rejects_invalid_table_names_when_built(String name) {
         assertThatThrownBy(() -> OutboxSchema.builder().outboxTable(name).build())
                 .isInstanceOf(InvalidConfigurationException.class)
-                .hasMessageContaining("outbox.outboxTable must match ^[a-z_][a-z0-9_]{0,62}$");
+                .hasMessageContaining("schema.outboxTable must match ^[a-z_][a-z0-9_]{0,62}$");
         assertThatThrownBy(() -> Outbox.builder().schema(OutboxSchema.builder().schema(name).build()).build())
-                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("outbox.schema must match");
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("schema.schema must match");
     }
 
     @Test
@@ -30,7 +30,7 @@ class OutboxSchemaTest {
     @Test
     void rejects_shard_counts_out_of_range_and_names_the_property() {
         assertThatThrownBy(() -> OutboxSchema.builder().shards(0).build())
-                .hasMessage("outbox.shards must be between 1 and 4096, was 0");
+                .hasMessage("schema.shards must be between 1 and 4096, was 0 (setting txoutbox.schema.shards)");
     }
 
     @Test

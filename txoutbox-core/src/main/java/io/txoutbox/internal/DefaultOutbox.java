@@ -29,14 +29,13 @@ public final class DefaultOutbox implements Outbox {
     private final OutboxConfig config;
     private final WriterStatements sql;
     private final Runnable afterPublish;
-    private final boolean notifyOnPublish;
 
-    public DefaultOutbox(OutboxConfig config, Runnable afterPublish, boolean notifyOnPublish) {
+    public DefaultOutbox(OutboxConfig config, Runnable afterPublish) {
         this.config = config;
         this.sql = new WriterStatements(config.schema(), MAX_ROWS_PER_STATEMENT);
         this.afterPublish = afterPublish;
-        this.notifyOnPublish = notifyOnPublish;
-        log.info("txoutbox-outbox: writer ready: {}", config);
+        log.info("txoutbox-outbox: writer ready on {}, serializer {}: {}", config.schema(),
+                config.serializer().getClass().getSimpleName(), OutboxConfig.DESCRIPTOR.describe(config));
     }
 
     @Override
@@ -65,7 +64,7 @@ public final class DefaultOutbox implements Outbox {
             int to = Math.min(rows.size(), from + MAX_ROWS_PER_STATEMENT);
             insert(connection, rows.subList(from, to));
         }
-        if (notifyOnPublish) {
+        if (config.notifyOnPublish()) {
             notifyRelay(connection);
         }
         if (afterPublish != null) {

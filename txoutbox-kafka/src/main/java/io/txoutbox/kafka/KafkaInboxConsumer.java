@@ -13,6 +13,8 @@ import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.inbox.DefaultInbox;
 import io.txoutbox.internal.inbox.HandlerFailures;
 import io.txoutbox.internal.Privileges;
+import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.inbox.InboxBytes;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -43,15 +45,12 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -97,9 +96,10 @@ public final class KafkaInboxConsumer implements AutoCloseable {
      */
     static final Duration UNASSIGNED_PROBE_AFTER = Duration.ofSeconds(2);
 
-    public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(500);
-    public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
-            .withBackoff(Duration.ofMillis(500), Duration.ofSeconds(30));
+    /** {@link KafkaInboxConsumerConfig#DEFAULT_POLL_TIMEOUT}. */
+    public static final Duration DEFAULT_POLL_TIMEOUT = KafkaInboxConsumerConfig.DEFAULT_POLL_TIMEOUT;
+    /** {@link KafkaInboxConsumerConfig#DEFAULT_RETRY}. */
+    public static final RetryPolicy DEFAULT_RETRY = KafkaInboxConsumerConfig.DEFAULT_RETRY;
 
     /**
      * Counters since start.
@@ -111,7 +111,12 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             long deadLettered, long batches, long loopErrors, long commitFailures, long afterStoreFailures) {
     }
 
-    private final Builder b;
+    private final KafkaInboxConsumerConfig config;
+    private final DataSource dataSource;
+    private final InboxHandler handler;
+    private final Runnable afterStore;
+    private final Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds;
+    private final Predicate<Throwable> permanentFailure;
     private final DefaultInbox inbox;
     private final Thread thread;
     private final AtomicBoolean started = new AtomicBoolean();
@@ -141,10 +146,15 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private record Rejected(ConsumerRecord<byte[], byte[]> record, Throwable cause, int attempts) {
     }
 
-    private KafkaInboxConsumer(Builder b) {
-        this.b = b;
-        this.inbox = new DefaultInbox(b.schema);
-        this.thread = new Thread(this::run, "txoutbox-kafka-inbox-" + b.name);
+    private KafkaInboxConsumer(KafkaInboxConsumerConfig config, Builder b) {
+        this.config = config;
+        this.dataSource = b.dataSource;
+        this.handler = b.handler;
+        this.afterStore = b.afterStore;
+        this.eventIds = b.eventIds;
+        this.permanentFailure = b.permanentFailure;
+        this.inbox = new DefaultInbox(config.schema());
+        this.thread = new Thread(this::run, "txoutbox-kafka-inbox-" + config.name());
         this.thread.setDaemon(true);
     }
 
@@ -154,17 +164,17 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     public KafkaInboxConsumer start() {
         if (closed.get()) {
-            throw new OutboxException("Kafka inbox consumer " + b.name + " is closed; build a new one");
+            throw new OutboxException("Kafka inbox consumer " + config.name() + " is closed; build a new one");
         }
         if (!started.get()) {
             // what storing (or, in handle mode, the dedupe) needs; the handler's own statements are the application's
-            Privileges.requireAtStart(b.dataSource, b.schema, "Kafka inbox consumer '" + b.name + "'", log,
-                    List.of(b.handler == null ? OutboxGrants.Component.INBOX_RECEIVER : OutboxGrants.Component.DEDUPE));
+            Privileges.requireAtStart(dataSource, config.schema(), "Kafka inbox consumer '" + config.name() + "'", log,
+                    List.of(handler == null ? OutboxGrants.Component.INBOX_RECEIVER : OutboxGrants.Component.DEDUPE));
         }
         if (started.compareAndSet(false, true)) {
-            log.info("txoutbox-kafka-inbox {}: starting: consumer={} group={} topics={} mode={} deadLetterTopic={}",
-                    b.name, b.consumerName, b.groupId, b.topics, b.handler == null ? "store" : "handle",
-                    b.deadLetterTopic);
+            log.info("txoutbox-kafka-inbox {}: starting in {} mode on {}: {}; client properties {}", config.name(),
+                    handler == null ? "store" : "handle", config.schema(),
+                    KafkaInboxConsumerConfig.DESCRIPTOR.describe(config), ClientProperties.describe(config.properties()));
             thread.start();
         }
         return this;
@@ -198,28 +208,28 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 interrupted = true;
             }
             if (thread.isAlive()) {
-                log.warn("txoutbox-kafka-inbox {}: loop did not stop in time; interrupting it", b.name);
+                log.warn("txoutbox-kafka-inbox {}: loop did not stop in time; interrupting it", config.name());
                 thread.interrupt();
             }
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-        log.info("txoutbox-kafka-inbox {}: closed; {}", b.name, stats());
+        log.info("txoutbox-kafka-inbox {}: closed; {}", config.name(), stats());
     }
 
     // ---- the loop ---------------------------------------------------------------------------------------------
 
     private void run() {
         long errorBackoffMs = 0;
-        ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka-inbox " + b.name, b.properties);
+        ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka-inbox " + config.name(), config.properties());
         long unassignedSince = System.nanoTime();
         try {
-            consumer = new KafkaConsumer<>(b.consumerProperties());
-            if (b.deadLetterTopic != null) {
-                dltProducer = new KafkaProducer<>(b.producerProperties());
+            consumer = new KafkaConsumer<>(config.consumerProperties());
+            if (config.deadLetterTopic() != null) {
+                dltProducer = new KafkaProducer<>(config.producerProperties());
             }
-            consumer.subscribe(b.topics, new Rebalance());
+            consumer.subscribe(config.topics(), new Rebalance());
             while (!stopping) {
                 ConsumerRecords<byte[], byte[]> records;
                 try {
@@ -233,7 +243,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                     if (clear != null) { // a setting to fix: said once per streak, without a stack trace per poll
                         trouble.report(clear, "nothing is stored and no offset committed; polling again with backoff");
                     } else {
-                        log.error("txoutbox-kafka-inbox {}: poll failed: {}", b.name, t.toString(), t);
+                        log.error("txoutbox-kafka-inbox {}: poll failed: {}", config.name(), t.toString(), t);
                     }
                     errorBackoffMs = backoff(errorBackoffMs);
                     continue;
@@ -244,7 +254,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 }
                 polled.add(records.count());
                 try {
-                    if (b.handler == null) {
+                    if (handler == null) {
                         storeBatch(records);
                     } else {
                         handleBatch(records);
@@ -256,27 +266,27 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                     break;
                 } catch (Throwable t) { // nothing of the batch counts as done: read it again
                     loopErrors.increment();
-                    log.error("txoutbox-kafka-inbox {}: batch of {} records failed, reading it again: {}", b.name,
+                    log.error("txoutbox-kafka-inbox {}: batch of {} records failed, reading it again: {}", config.name(),
                             records.count(), t.toString(), t);
                     rewind(records);
                     errorBackoffMs = backoff(errorBackoffMs);
                 }
             }
         } catch (Throwable t) {
-            log.error("txoutbox-kafka-inbox {}: consumer loop ended by {}", b.name, t.toString(), t);
+            log.error("txoutbox-kafka-inbox {}: consumer loop ended by {}", config.name(), t.toString(), t);
         } finally {
             try {
                 if (consumer != null) {
                     consumer.close(Duration.ofSeconds(10));
                 }
             } catch (RuntimeException e) {
-                log.warn("txoutbox-kafka-inbox {}: consumer did not close cleanly: {}", b.name, e.toString());
+                log.warn("txoutbox-kafka-inbox {}: consumer did not close cleanly: {}", config.name(), e.toString());
             }
             if (dltProducer != null) {
                 try {
                     dltProducer.close(Duration.ofSeconds(10));
                 } catch (RuntimeException e) {
-                    log.warn("txoutbox-kafka-inbox {}: producer did not close cleanly: {}", b.name, e.toString());
+                    log.warn("txoutbox-kafka-inbox {}: producer did not close cleanly: {}", config.name(), e.toString());
                 }
             }
         }
@@ -331,7 +341,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     }
 
     private Duration nextPollTimeout() {
-        Duration timeout = b.pollTimeout;
+        Duration timeout = config.pollTimeout();
         long now = System.nanoTime();
         for (RetryState s : retrying.values()) {
             long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(s.dueNanos - now));
@@ -360,18 +370,18 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             partitions.forEach(retrying::remove);
-            log.info("txoutbox-kafka-inbox {}: partitions revoked: {}", b.name, partitions);
+            log.info("txoutbox-kafka-inbox {}: partitions revoked: {}", config.name(), partitions);
         }
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            log.info("txoutbox-kafka-inbox {}: partitions assigned: {}", b.name, partitions);
+            log.info("txoutbox-kafka-inbox {}: partitions assigned: {}", config.name(), partitions);
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
             partitions.forEach(retrying::remove);
-            log.warn("txoutbox-kafka-inbox {}: partitions lost: {}", b.name, partitions);
+            log.warn("txoutbox-kafka-inbox {}: partitions lost: {}", config.name(), partitions);
         }
     }
 
@@ -393,10 +403,10 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 offsets.put(p, new OffsetAndMetadata(r.offset() + 1));
             }
         }
-        try (Connection c = b.dataSource.getConnection()) {
+        try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                DefaultInbox.Received received = inbox.receiveEach(c, b.consumerName, messages);
+                DefaultInbox.Received received = inbox.receiveEach(c, config.consumer(), messages);
                 stored.add(received.inserted());
                 for (DefaultInbox.Refused x : received.refused()) {
                     SQLException e = x.cause();
@@ -431,9 +441,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             ConsumerRecord<byte[], byte[]> r = x.record;
             InboxMessage m = toLenientMessage(r);
             String reason = "not stored as received: " + x.cause;
-            inbox.storeDead(c, b.consumerName, m, reason);
+            inbox.storeDead(c, config.consumer(), m, reason);
             log.error("txoutbox-kafka-inbox {}: record {}-{}@{} (event {}) cannot be stored as it is; kept as a DEAD "
-                    + "inbox row (no dead-letter topic configured): {}", b.name, r.topic(), r.partition(),
+                    + "inbox row (no dead-letter topic configured): {}", config.name(), r.topic(), r.partition(),
                     r.offset(), m.eventId(), x.cause.toString());
         }
     }
@@ -443,15 +453,15 @@ public final class KafkaInboxConsumer implements AutoCloseable {
      * alone: logged and counted, never a reason to read the batch again (that would call it again, for ever).
      */
     private void runAfterStore() {
-        if (b.afterStore == null) {
+        if (afterStore == null) {
             return;
         }
         try {
-            b.afterStore.run();
+            afterStore.run();
         } catch (Throwable t) {
             afterStoreFailures.increment();
             log.error("txoutbox-kafka-inbox {}: the afterStore callback failed after a stored batch (the batch stays "
-                    + "stored and committed): {}", b.name, t.toString(), t);
+                    + "stored and committed): {}", config.name(), t.toString(), t);
         }
     }
 
@@ -464,7 +474,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         long appliedNow = 0;
         long duplicatesNow = 0;
         long staleNow = 0;
-        try (Connection c = b.dataSource.getConnection()) {
+        try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
                 for (TopicPartition p : records.partitions()) {
@@ -475,11 +485,11 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                         try {
                             InboxMessage m = toMessage(r);
                             InboxEvent event = toEvent(m, r);
-                            Inbox.AggregateVersion version = b.checkVersions && m.aggregateType() != null
+                            Inbox.AggregateVersion version = config.checkVersions() && m.aggregateType() != null
                                     && m.aggregateId() != null && m.aggregateVersion() != null
                                     ? Inbox.version(m.aggregateType(), m.aggregateId(), m.aggregateVersion()) : null;
-                            outcome = inbox.once(c, b.consumerName, m.eventId(), version,
-                                    conn -> b.handler.handle(conn, event));
+                            outcome = inbox.once(c, config.consumer(), m.eventId(), version,
+                                    conn -> handler.handle(conn, event));
                             c.releaseSavepoint(sp);
                         } catch (Throwable t) {
                             c.rollback(sp); // a broken connection throws here: the whole batch is read again
@@ -496,20 +506,20 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                         }
                         RetryState previous = retrying.get(p);
                         int attempts = (previous != null && previous.offset == r.offset() ? previous.attempts : 0) + 1;
-                        boolean permanent = b.permanentFailure.test(failure);
-                        if (permanent || attempts >= b.retry.maxAttempts()) {
+                        boolean permanent = permanentFailure.test(failure);
+                        if (permanent || attempts >= config.retry().maxAttempts()) {
                             log.error("txoutbox-kafka-inbox {}: record {}-{}@{} {}; to the dead-letter topic {}: {}",
-                                    b.name, r.topic(), r.partition(), r.offset(),
+                                    config.name(), r.topic(), r.partition(), r.offset(),
                                     permanent ? "failed permanently" : "failed " + attempts + " times",
-                                    b.deadLetterTopic, failure.toString());
+                                    config.deadLetterTopic(), failure.toString());
                             rejected.add(new Rejected(r, failure, attempts));
                             offsets.put(p, new OffsetAndMetadata(r.offset() + 1));
                             continue;
                         }
-                        long delay = b.retry.backoffAfter(attempts).toMillis();
+                        long delay = config.retry().backoffAfter(attempts).toMillis();
                         log.warn("txoutbox-kafka-inbox {}: record {}-{}@{} failed, attempt {} of {}, partition paused"
-                                + " {} ms: {}", b.name, r.topic(), r.partition(), r.offset(), attempts,
-                                b.retry.maxAttempts(), delay, failure.toString());
+                                + " {} ms: {}", config.name(), r.topic(), r.partition(), r.offset(), attempts,
+                                config.retry().maxAttempts(), delay, failure.toString());
                         toRetry.put(p, new RetryState(r.offset(), attempts,
                                 System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay)));
                         break; // the rest of this partition waits behind the failed record
@@ -551,7 +561,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             // The group moved on: the new owner reads these records again and the inbox drops them as duplicates.
             commitFailures.increment();
             log.warn("txoutbox-kafka-inbox {}: offset commit refused after a rebalance ({}); the records are "
-                    + "committed in the database and will be deduplicated when redelivered", b.name, e.toString());
+                    + "committed in the database and will be deduplicated when redelivered", config.name(), e.toString());
         }
     }
 
@@ -575,12 +585,12 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             headers.add(DeadLetterHeaders.ORIGINAL_PARTITION, utf8(Integer.toString(r.partition())));
             headers.add(DeadLetterHeaders.ORIGINAL_OFFSET, utf8(Long.toString(r.offset())));
             headers.add(DeadLetterHeaders.ATTEMPTS, utf8(Integer.toString(x.attempts)));
-            headers.add(DeadLetterHeaders.CONSUMER, utf8(b.consumerName));
-            acks.add(dltProducer.send(new ProducerRecord<>(b.deadLetterTopic, null, r.key(), r.value(), headers)));
+            headers.add(DeadLetterHeaders.CONSUMER, utf8(config.consumer()));
+            acks.add(dltProducer.send(new ProducerRecord<>(config.deadLetterTopic(), null, r.key(), r.value(), headers)));
         }
         dltProducer.flush();
         for (java.util.concurrent.Future<RecordMetadata> f : acks) {
-            f.get(b.sendTimeout.toMillis(), TimeUnit.MILLISECONDS); // a failure reads the batch again
+            f.get(KafkaInboxConsumerConfig.DEAD_LETTER_SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS); // a failure reads the batch again
         }
         deadLettered.add(rejected.size());
     }
@@ -590,7 +600,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
      * {@link InboxMessage#headerBytes}); the event type and aggregate columns get their headers' text forms.
      */
     private InboxMessage toMessage(ConsumerRecord<byte[], byte[]> r) {
-        UUID eventId = Objects.requireNonNull(b.eventIds.apply(r), "eventIds returned null");
+        UUID eventId = Objects.requireNonNull(eventIds.apply(r), "eventIds returned null");
         Map<String, byte[]> headerBytes = headerBytes(r);
         Map<String, String> headers = InboxBytes.textHeaders(headerBytes);
         Long version = null;
@@ -612,7 +622,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private InboxMessage toLenientMessage(ConsumerRecord<byte[], byte[]> r) {
         UUID eventId;
         try {
-            eventId = Objects.requireNonNull(b.eventIds.apply(r));
+            eventId = Objects.requireNonNull(eventIds.apply(r));
         } catch (RuntimeException e) {
             eventId = EventIds.fromCoordinates(r);
         }
@@ -635,7 +645,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private InboxEvent toEvent(InboxMessage m, ConsumerRecord<byte[], byte[]> r) {
         RetryState s = retrying.get(new TopicPartition(r.topic(), r.partition()));
         int attempts = s != null && s.offset == r.offset() ? s.attempts : 0;
-        return new InboxEvent(0, b.consumerName, m.eventId(), m.key(), m.eventType(), m.aggregateType(),
+        return new InboxEvent(0, config.consumer(), m.eventId(), m.key(), m.eventType(), m.aggregateType(),
                 m.aggregateId(), m.aggregateVersion(), m.payload(), m.headers(), r.topic(), r.partition(), r.offset(),
                 Instant.ofEpochMilli(r.timestamp()), attempts, m.keyBytes(), m.headerBytes());
     }
@@ -664,19 +674,18 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         private List<String> topics = List.of();
         private String groupId;
         private String consumerName;
-        private String name = "inbox";
+        private String name = KafkaInboxConsumerConfig.DEFAULT_NAME;
         private DataSource dataSource;
         private OutboxSchema schema = OutboxSchema.defaults();
         private InboxHandler handler;
         private boolean store;
         private Runnable afterStore;
         private Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds = EventIds.fromHeaderOrCoordinates();
-        private boolean checkVersions;
-        private RetryPolicy retry = DEFAULT_RETRY;
+        private boolean checkVersions = KafkaInboxConsumerConfig.DEFAULT_CHECK_VERSIONS;
+        private final RetryDraft retry = new RetryDraft("kafkaInbox", KafkaInboxConsumerConfig.DEFAULT_RETRY);
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
         private String deadLetterTopic;
-        private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
-        private Duration sendTimeout = Duration.ofSeconds(30);
+        private Duration pollTimeout = KafkaInboxConsumerConfig.DEFAULT_POLL_TIMEOUT;
 
         private Builder() {
         }
@@ -735,8 +744,9 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
+        /** Where the inbox tables are, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
-            this.schema = schema;
+            this.schema = Checks.schema("kafkaInbox", schema);
             return this;
         }
 
@@ -772,8 +782,21 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
         /** Handle mode: attempts and backoff of a record's transient failures (its partition pauses meanwhile). */
         public Builder retry(RetryPolicy retry) {
-            this.retry = retry;
+            this.retry.set(retry);
             return this;
+        }
+
+        RetryDraft retryDraft() {
+            return retry;
+        }
+
+        /**
+         * Applies settings by their names in {@link KafkaInboxConsumerConfig#DESCRIPTOR} ({@code "group-id"} or
+         * {@code "txoutbox.kafka-inbox.group-id"}), each value its text form ({@code "orders,payments"},
+         * {@code "250ms"}) or typed; an unknown name or an unreadable value fails and changes nothing.
+         */
+        public Builder settings(Map<String, ?> settings) {
+            return KafkaInboxConsumerConfig.DESCRIPTOR.apply(this, settings);
         }
 
         public Builder permanentFailure(Predicate<Throwable> permanentFailure) {
@@ -791,81 +814,30 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
+        /** The validated configuration this builder holds now, without the objects and the mode. */
+        public KafkaInboxConsumerConfig config() {
+            return new KafkaInboxConsumerConfig(schema, groupId, topics, consumerName, name, deadLetterTopic,
+                    pollTimeout, retry.toPolicy(), checkVersions, properties);
+        }
+
         public KafkaInboxConsumer build() {
-            Object bootstrap = properties.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG);
-            if (bootstrap == null || String.valueOf(bootstrap).isBlank()) {
-                throw new InvalidConfigurationException("kafkaInbox.bootstrapServers is required");
-            }
-            if (groupId == null || groupId.isBlank()) {
-                throw new InvalidConfigurationException("kafkaInbox.groupId is required: offsets are committed per "
-                        + "group");
-            }
-            if (topics.isEmpty()) {
-                throw new InvalidConfigurationException("kafkaInbox.topics must name at least one topic");
-            }
-            if (consumerName == null) {
-                consumerName = groupId;
-            }
-            io.txoutbox.internal.config.Checks.consumer("kafkaInbox.consumer", consumerName);
-            if (name == null || !name.matches("[A-Za-z0-9._-]{1,100}")) {
-                throw new InvalidConfigurationException(
-                        "kafkaInbox.name must be 1 to 100 characters from [A-Za-z0-9._-], was " + name);
-            }
+            KafkaInboxConsumerConfig config = config();
             if (dataSource == null) {
                 throw new InvalidConfigurationException("kafkaInbox.dataSource is required");
             }
-            Objects.requireNonNull(schema, "kafkaInbox.schema");
-            Objects.requireNonNull(retry, "kafkaInbox.retry");
-            Objects.requireNonNull(eventIds, "kafkaInbox.eventIds");
-            Objects.requireNonNull(permanentFailure, "kafkaInbox.permanentFailure");
+            if (eventIds == null || permanentFailure == null) {
+                throw new InvalidConfigurationException("kafkaInbox." + (eventIds == null ? "eventIds"
+                        : "permanentFailure") + " must not be null; leave it unset for the default");
+            }
             if (store == (handler != null)) {
                 throw new InvalidConfigurationException("kafkaInbox needs exactly one mode: storeInInbox() or "
                         + "handler(...)");
             }
-            if (handler != null && deadLetterTopic == null) {
-                throw new InvalidConfigurationException("kafkaInbox.deadLetterTopic is required with handler(...): "
-                        + "records that fail permanently or run out of attempts go there");
+            if (handler != null && config.deadLetterTopic() == null) {
+                throw Checks.invalid("kafkaInbox.deadLetterTopic", "is required with handler(...): records that "
+                        + "fail permanently or run out of attempts go there");
             }
-            if (deadLetterTopic != null) {
-                io.txoutbox.internal.config.Checks.topic("kafkaInbox.deadLetterTopic", deadLetterTopic);
-            }
-            if (pollTimeout == null || pollTimeout.isNegative() || pollTimeout.isZero()) {
-                throw new InvalidConfigurationException("kafkaInbox.pollTimeout must be > 0, was " + pollTimeout);
-            }
-            Object autoCommit = properties.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-            if (autoCommit != null && Boolean.parseBoolean(String.valueOf(autoCommit))) {
-                throw new InvalidConfigurationException("kafkaInbox: enable.auto.commit=true is refused: offsets "
-                        + "must be committed only after the database commit");
-            }
-            return new KafkaInboxConsumer(this);
-        }
-
-        Properties consumerProperties() {
-            Properties p = new Properties();
-            p.putAll(properties);
-            p.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
-            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-            p.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-            p.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-            p.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-" + name);
-            p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-            p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-            return p;
-        }
-
-        Properties producerProperties() {
-            Properties p = new Properties();
-            for (Map.Entry<String, Object> e : properties.entrySet()) {
-                if (ProducerConfig.configNames().contains(e.getKey())) {
-                    p.put(e.getKey(), e.getValue());
-                }
-            }
-            p.put(ProducerConfig.ACKS_CONFIG, "all");
-            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-            p.put(ProducerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-dlt-" + name);
-            p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-            p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-            return p;
+            return new KafkaInboxConsumer(config, this);
         }
     }
 }

@@ -22,7 +22,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -42,7 +41,8 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
      * The Kafka properties listed here are views of the producer properties ({@code max.block.ms}, ...).
      */
     public static final ConfigDescriptor<KafkaTransport.Builder, KafkaTransportConfig> DESCRIPTOR =
-            ConfigDescriptor.<KafkaTransport.Builder, KafkaTransportConfig>define("kafka")
+            ClientProperties.addSecuritySettings(
+                    ConfigDescriptor.<KafkaTransport.Builder, KafkaTransportConfig>define("kafka")
                     .add("bootstrapServers", String.class, null, "",
                             "Kafka's bootstrap.servers: comma-separated host:port list (required)",
                             KafkaTransport.Builder::bootstrapServers, c -> c.text(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG))
@@ -71,24 +71,8 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
                     .add("transactionTimeout", Duration.class, Duration.ofMillis(DEFAULT_TRANSACTION_TIMEOUT_MS), "",
                             "Kafka's transaction.timeout.ms (TRANSACTIONAL mode): when the broker aborts a transaction",
                             (b, v) -> b.property(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, millis(v)),
-                            c -> c.duration(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG))
-                    .add("securityProtocol", String.class, null, "",
-                            "Kafka's security.protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-                            (b, v) -> b.property("security.protocol", v), c -> c.text("security.protocol"))
-                    .add("saslMechanism", String.class, null, "", "Kafka's sasl.mechanism: PLAIN, SCRAM-SHA-512, ...",
-                            (b, v) -> b.property("sasl.mechanism", v), c -> c.text("sasl.mechanism"))
-                    .addSecret("saslJaasConfig", String.class, "Kafka's sasl.jaas.config (secret: never logged)",
-                            (b, v) -> b.property("sasl.jaas.config", v), c -> c.text("sasl.jaas.config"))
-                    .add("sslTruststoreLocation", String.class, null, "", "Kafka's ssl.truststore.location",
-                            (b, v) -> b.property("ssl.truststore.location", v), c -> c.text("ssl.truststore.location"))
-                    .addSecret("sslTruststorePassword", String.class, "Kafka's ssl.truststore.password",
-                            (b, v) -> b.property("ssl.truststore.password", v), c -> c.text("ssl.truststore.password"))
-                    .add("sslKeystoreLocation", String.class, null, "", "Kafka's ssl.keystore.location",
-                            (b, v) -> b.property("ssl.keystore.location", v), c -> c.text("ssl.keystore.location"))
-                    .addSecret("sslKeystorePassword", String.class, "Kafka's ssl.keystore.password",
-                            (b, v) -> b.property("ssl.keystore.password", v), c -> c.text("ssl.keystore.password"))
-                    .addSecret("sslKeyPassword", String.class, "Kafka's ssl.key.password",
-                            (b, v) -> b.property("ssl.key.password", v), c -> c.text("ssl.key.password"))
+                            c -> c.duration(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG)),
+                    KafkaTransport.Builder::property, KafkaTransportConfig::text)
                     .build();
 
     /** Kafka's own defaults for the two limits a record is checked against before it is sent. */
@@ -310,9 +294,7 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
 
     /** A producer property as text; {@code null} when unset (a {@code Password} gives its value). */
     private String text(String key) {
-        Object v = producerProperties.get(key);
-        return v == null ? null
-                : v instanceof org.apache.kafka.common.config.types.Password p ? p.value() : String.valueOf(v);
+        return ClientProperties.text(producerProperties, key);
     }
 
     /** A producer property in milliseconds as a duration; {@code null} when unset. */
@@ -335,10 +317,7 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
 
     /** The effective producer configuration for logs and toString(): sorted, secrets replaced by {@value #HIDDEN}. */
     String describe() {
-        return producerProperties.entrySet().stream()
-                .sorted(Map.Entry.comparingByKey())
-                .map(e -> e.getKey() + "=" + (isSecret(e.getKey()) ? HIDDEN : String.valueOf(e.getValue())))
-                .collect(Collectors.joining(", ", "{", "}"));
+        return ClientProperties.describe(producerProperties);
     }
 
     /** Whether a property's value must never be shown: Kafka types it PASSWORD, or its name looks secret. */

@@ -1,6 +1,8 @@
 package io.txoutbox.internal.config;
 
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.pg.Identifiers;
 import java.time.Duration;
 import java.util.regex.Pattern;
 
@@ -78,6 +80,68 @@ public final class Checks {
             throw invalid(property, "must be >= " + Values.format(min) + ", was " + Values.format(value));
         }
         return value;
+    }
+
+    /**
+     * The one rule for a component's {@link OutboxSchema}: not null, refused at the builder call
+     * {@code schema(null)} (no builder has a use for "no schema"), with the same message everywhere.
+     */
+    public static OutboxSchema schema(String component, OutboxSchema schema) {
+        if (schema == null) {
+            throw new InvalidConfigurationException(component + ".schema must not be null: pass "
+                    + "OutboxSchema.defaults() or OutboxSchema.builder()...build() (settings txoutbox.schema.*)");
+        }
+        return schema;
+    }
+
+    /** A PostgreSQL schema or table name from configuration ({@link Identifiers#problem}). */
+    public static String identifier(String property, String value) {
+        String problem = Identifiers.problem(value);
+        if (problem != null) {
+            throw invalid(property, problem);
+        }
+        return value;
+    }
+
+    /** A table name that leaves room in 63 bytes for the names derived from it with {@code suffix}. */
+    public static String roomForSuffix(String property, String value, String suffix) {
+        String problem = Identifiers.roomForSuffixProblem(value, suffix);
+        if (problem != null) {
+            throw invalid(property, problem);
+        }
+        return value;
+    }
+
+    /** A finite number, at least {@code min}. */
+    public static double atLeast(String property, double value, double min) {
+        if (!(value >= min) || Double.isInfinite(value)) {
+            throw invalid(property, "must be >= " + min + ", was " + value);
+        }
+        return value;
+    }
+
+    /** A fraction in {@code [0, 1)}. */
+    public static double fraction(String property, double value) {
+        if (!(value >= 0.0 && value < 1.0)) {
+            throw invalid(property, "must be in [0, 1), was " + value);
+        }
+        return value;
+    }
+
+    /**
+     * The rules of a {@link io.txoutbox.RetryPolicy}, its values named under {@code property} ({@code "retry"} for
+     * a policy on its own, {@code "relay.retry"} for the relay's, whose settings are {@code txoutbox.relay.retry.*}).
+     */
+    public static void retry(String property, int maxAttempts, Duration initialBackoff, Duration maxBackoff,
+            double multiplier, double jitter) {
+        atLeast(property + ".maxAttempts", maxAttempts, 1);
+        positive(property + ".initialBackoff", initialBackoff);
+        if (maxBackoff == null || maxBackoff.compareTo(initialBackoff) < 0) {
+            throw invalid(property + ".maxBackoff", "must be >= " + property + ".initialBackoff ("
+                    + Values.format(initialBackoff) + "), was " + Values.format(maxBackoff));
+        }
+        atLeast(property + ".multiplier", multiplier, 1.0);
+        fraction(property + ".jitter", jitter);
     }
 
     /** A component's name, used in thread names, logs and metrics: 1 to 100 of {@code [A-Za-z0-9._-]}. */

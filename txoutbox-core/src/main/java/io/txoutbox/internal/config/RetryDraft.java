@@ -12,19 +12,22 @@ import java.util.function.Function;
  */
 public final class RetryDraft {
 
+    private final String property;
     public int maxAttempts;
     public Duration initialBackoff;
     public Duration maxBackoff;
     public double multiplier;
     public double jitter;
 
-    public RetryDraft(RetryPolicy from) {
+    /** The draft of {@code component}'s policy ({@code "relay"}: its values are {@code relay.retry.*}). */
+    public RetryDraft(String component, RetryPolicy from) {
+        this.property = component + ".retry";
         set(from);
     }
 
     public void set(RetryPolicy p) {
         if (p == null) {
-            throw Checks.invalid("retry", "must not be null");
+            throw Checks.invalid(property, "must not be null");
         }
         maxAttempts = p.maxAttempts();
         initialBackoff = p.initialBackoff();
@@ -33,7 +36,9 @@ public final class RetryDraft {
         jitter = p.jitter();
     }
 
+    /** The policy, its values checked under the component's names ({@code relay.retry.maxBackoff}). */
     public RetryPolicy toPolicy() {
+        Checks.retry(property, maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
         return new RetryPolicy(maxAttempts, initialBackoff, maxBackoff, multiplier, jitter);
     }
 
@@ -43,19 +48,25 @@ public final class RetryDraft {
      */
     public static <B, C> ConfigDescriptor.Definition<B, C> addSettings(ConfigDescriptor.Definition<B, C> d,
             Function<B, RetryDraft> draft, Function<C, RetryPolicy> policy) {
-        return d.add("retry.maxAttempts", Integer.class, RetryPolicy.DEFAULT_MAX_ATTEMPTS, "", "Failed attempts "
+        return addSettings(d, RetryPolicy.defaults(), draft, policy);
+    }
+
+    /** {@link #addSettings(ConfigDescriptor.Definition, Function, Function)} for a component with other defaults. */
+    public static <B, C> ConfigDescriptor.Definition<B, C> addSettings(ConfigDescriptor.Definition<B, C> d,
+            RetryPolicy defaults, Function<B, RetryDraft> draft, Function<C, RetryPolicy> policy) {
+        return d.add("retry.maxAttempts", Integer.class, defaults.maxAttempts(), "", "Failed attempts "
                         + "of one event before the failure policy applies",
                         (b, v) -> draft.apply(b).maxAttempts = v, c -> policy.apply(c).maxAttempts())
-                .add("retry.initialBackoff", Duration.class, RetryPolicy.DEFAULT_INITIAL_BACKOFF, "", "A key's "
+                .add("retry.initialBackoff", Duration.class, defaults.initialBackoff(), "", "A key's "
                         + "wait after its first failure", (b, v) -> draft.apply(b).initialBackoff = v,
                         c -> policy.apply(c).initialBackoff())
-                .add("retry.maxBackoff", Duration.class, RetryPolicy.DEFAULT_MAX_BACKOFF, "", "The longest wait "
+                .add("retry.maxBackoff", Duration.class, defaults.maxBackoff(), "", "The longest wait "
                         + "of a key between attempts", (b, v) -> draft.apply(b).maxBackoff = v,
                         c -> policy.apply(c).maxBackoff())
-                .add("retry.multiplier", Double.class, RetryPolicy.DEFAULT_MULTIPLIER, "", "Growth of the wait "
+                .add("retry.multiplier", Double.class, defaults.multiplier(), "", "Growth of the wait "
                         + "per failed attempt (>= 1.0)", (b, v) -> draft.apply(b).multiplier = v,
                         c -> policy.apply(c).multiplier())
-                .add("retry.jitter", Double.class, RetryPolicy.DEFAULT_JITTER, "", "Random variation of each "
+                .add("retry.jitter", Double.class, defaults.jitter(), "", "Random variation of each "
                         + "wait, in [0, 1)", (b, v) -> draft.apply(b).jitter = v, c -> policy.apply(c).jitter());
     }
 }

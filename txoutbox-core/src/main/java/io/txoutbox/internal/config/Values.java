@@ -6,14 +6,20 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Text forms of setting values, one way for properties, environment variables, command lines and the docs:
- * durations as {@code 500ms}, {@code 5s}, {@code 2m}, {@code 1h}, {@code 7d} (or ISO-8601 {@code PT5S}; a bare
- * number is milliseconds, as in Spring Boot), byte sizes as {@code 16MB} ({@code B}, {@code KB}, {@code MB},
- * {@code GB}, powers of 1024; a bare number is bytes), enums by name in any case with {@code -} or {@code _}.
+ * Text forms of setting values, one way for properties, environment variables, command lines and the docs, and the
+ * same as Spring Boot's (which the starter binds through): durations as {@code 500ms}, {@code 5s}, {@code 2m},
+ * {@code 1h}, {@code 7d}, also {@code ns} and {@code us} (Spring Boot's simple style), or ISO-8601 {@code PT5S}; a
+ * bare number is milliseconds; never negative, since no setting takes a negative duration. Byte sizes as whole
+ * numbers, bare (bytes) or with {@code B}, {@code KB}, {@code MB}, {@code GB} in any case, powers of 1024 (Spring
+ * Boot's {@code DataSize}): {@code 16M}, {@code 16MiB} and fractions ({@code 1.5GB}) are refused, so that one text
+ * never means two sizes. Enums by name in any case with {@code -} or {@code _}.
  */
 public final class Values {
 
     private static final Pattern DURATION = Pattern.compile("(-?\\d+)\\s*(ns|us|ms|s|m|h|d)?");
+    private static final String DURATION_FORMS = "use e.g. 500ms, 5s, 2m, 1h, 7d (also ns, us) or PT5S";
+    private static final String SIZE_FORMS = "use a whole number, bare (bytes) or with B, KB, MB or GB (powers of "
+            + "1024), e.g. 1048576, 512KB, 16MB or 1GB";
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(B|KB|MB|GB)?");
 
     private Values() {
@@ -36,32 +42,43 @@ public final class Values {
         return b.toString();
     }
 
+    /** A duration in one of the forms above; a negative one is refused here, with the accepted forms. */
     public static Duration parseDuration(String text) {
         String t = text.trim();
-        if (t.startsWith("P") || t.startsWith("p") || t.startsWith("-P")) {
-            return Duration.parse(t);
+        Duration d;
+        if (t.startsWith("P") || t.startsWith("p") || t.startsWith("-P") || t.startsWith("-p")) {
+            d = Duration.parse(t);
+        } else {
+            Matcher m = DURATION.matcher(t.toLowerCase(Locale.ROOT));
+            if (!m.matches()) {
+                throw new IllegalArgumentException("not a duration: " + DURATION_FORMS);
+            }
+            long n = Long.parseLong(m.group(1));
+            String unit = m.group(2) == null ? "ms" : m.group(2);
+            d = switch (unit) {
+                case "ns" -> Duration.ofNanos(n);
+                case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
+                case "ms" -> Duration.ofMillis(n);
+                case "s" -> Duration.ofSeconds(n);
+                case "m" -> Duration.ofMinutes(n);
+                case "h" -> Duration.ofHours(n);
+                default -> Duration.ofDays(n);
+            };
         }
-        Matcher m = DURATION.matcher(t.toLowerCase(Locale.ROOT));
-        if (!m.matches()) {
-            throw new IllegalArgumentException("not a duration: use e.g. 500ms, 5s, 2m, 1h, 7d or PT5S");
+        if (d.isNegative()) {
+            throw new IllegalArgumentException("a negative duration: no setting takes one; " + DURATION_FORMS);
         }
-        long n = Long.parseLong(m.group(1));
-        String unit = m.group(2) == null ? "ms" : m.group(2);
-        return switch (unit) {
-            case "ns" -> Duration.ofNanos(n);
-            case "us" -> Duration.ofNanos(Math.multiplyExact(n, 1000L));
-            case "ms" -> Duration.ofMillis(n);
-            case "s" -> Duration.ofSeconds(n);
-            case "m" -> Duration.ofMinutes(n);
-            case "h" -> Duration.ofHours(n);
-            default -> Duration.ofDays(n);
-        };
+        return d;
     }
 
+    /** A size in bytes in one of the forms above; fractions and other units are refused, with the accepted forms. */
     public static long parseBytes(String text) {
-        Matcher m = SIZE.matcher(text.trim().toUpperCase(Locale.ROOT));
+        String t = text.trim().toUpperCase(Locale.ROOT);
+        Matcher m = SIZE.matcher(t);
         if (!m.matches()) {
-            throw new IllegalArgumentException("not a size in bytes: use e.g. 1048576, 512KB, 16MB or 1GB");
+            String why = t.matches("-.*") ? "a negative size" : t.matches("\\d*[.,]\\d.*")
+                    ? "a fraction (write 1536MB, not 1.5GB)" : "not a size in bytes";
+            throw new IllegalArgumentException(why + ": " + SIZE_FORMS + "; not 16M or 16MiB");
         }
         long n = Long.parseLong(m.group(1));
         String unit = m.group(2) == null ? "B" : m.group(2);

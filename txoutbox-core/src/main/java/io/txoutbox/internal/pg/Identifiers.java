@@ -15,23 +15,35 @@ public final class Identifiers {
     }
 
     public static String require(String property, String value) {
-        if (value == null || !IDENTIFIER.matcher(value).matches()) {
-            String shown = value == null ? "null"
-                    : "'" + MessageRules.printable(value) + "'" + (value.length() > 63 ? " (" + value.length()
-                            + " characters)" : "");
-            throw new InvalidConfigurationException(property + " must match ^[a-z_][a-z0-9_]{0,62}$ (lower-case "
-                    + "letters, digits and underscores, at most 63 characters), was " + shown);
+        String problem = problem(value);
+        if (problem != null) {
+            throw new InvalidConfigurationException(property + " " + problem);
         }
         return value;
     }
 
-    /** Derived names (table name plus a suffix) must also fit PostgreSQL's 63 bytes, or they would be truncated. */
-    public static void requireRoomForSuffix(String property, String value, String suffix) {
-        if (value.length() + suffix.length() > 63) {
-            throw new InvalidConfigurationException(property + " must be at most " + (63 - suffix.length())
-                    + " characters so that derived names like '" + value + suffix + "' fit in 63, was "
-                    + value.length());
+    /** Why {@code value} is not an identifier this library accepts, or {@code null} when it is one. */
+    public static String problem(String value) {
+        if (value == null || !IDENTIFIER.matcher(value).matches()) {
+            String shown = value == null ? "null"
+                    : "'" + MessageRules.printable(value) + "'" + (value.length() > 63 ? " (" + value.length()
+                            + " characters)" : "");
+            return "must match ^[a-z_][a-z0-9_]{0,62}$ (lower-case letters, digits and underscores, at most 63 "
+                    + "characters), was " + shown;
         }
+        return null;
+    }
+
+    /**
+     * Why derived names (table name plus a suffix) would not fit PostgreSQL's 63 bytes (they would be truncated), or
+     * {@code null} when they fit.
+     */
+    public static String roomForSuffixProblem(String value, String suffix) {
+        if (value.length() + suffix.length() > 63) {
+            return "must be at most " + (63 - suffix.length()) + " characters so that derived names like '" + value
+                    + suffix + "' fit in 63, was " + value.length();
+        }
+        return null;
     }
 
     /** Double-quotes an identifier that {@link #require} accepted. */
