@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.StatusSql;
+import io.txoutbox.internal.config.Checks;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -103,7 +104,7 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
     /** Reads the backlog, the lane owners and the pending events per shard (four short statements). */
     public static OutboxStatus snapshot(DataSource dataSource, OutboxSchema schema) {
         Objects.requireNonNull(dataSource, "dataSource");
-        Objects.requireNonNull(schema, "schema");
+        Checks.schema("status", schema);
         Backlog backlog = backlog(dataSource, schema);
         List<ShardStatus> shards = shards(dataSource, schema);
         List<PartitionStatus> partitions = schema.isPartitioned() ? new StatusSql(schema).partitions(dataSource)
@@ -114,14 +115,14 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
     /** Reads only the backlog (two statements): for gauges and health checks sampled every few seconds. */
     public static Backlog backlog(DataSource dataSource, OutboxSchema schema) {
         Objects.requireNonNull(dataSource, "dataSource");
-        Objects.requireNonNull(schema, "schema");
+        Checks.schema("status", schema);
         return new StatusSql(schema).backlog(dataSource);
     }
 
     /** Reads only the pending events and event age per shard (one statement), by shard. */
     public static List<ShardStatus> shards(DataSource dataSource, OutboxSchema schema) {
         Objects.requireNonNull(dataSource, "dataSource");
-        Objects.requireNonNull(schema, "schema");
+        Checks.schema("status", schema);
         return new StatusSql(schema).shards(dataSource);
     }
 

@@ -24,7 +24,13 @@ class NullSchemaBuilderTest {
                 Arguments.of("outboxAdmin",
                         (Consumer<OutboxSchema>) s -> OutboxAdmin.create(new PGSimpleDataSource(), s)),
                 Arguments.of("inboxAdmin",
-                        (Consumer<OutboxSchema>) s -> InboxAdmin.create(new PGSimpleDataSource(), s)));
+                        (Consumer<OutboxSchema>) s -> InboxAdmin.create(new PGSimpleDataSource(), s)),
+                Arguments.of("status",
+                        (Consumer<OutboxSchema>) s -> OutboxStatus.backlog(new PGSimpleDataSource(), s)),
+                Arguments.of("status",
+                        (Consumer<OutboxSchema>) s -> OutboxStatus.shards(new PGSimpleDataSource(), s)),
+                Arguments.of("status",
+                        (Consumer<OutboxSchema>) s -> OutboxStatus.snapshot(new PGSimpleDataSource(), s)));
     }
 
     @ParameterizedTest(name = "{0}")
