@@ -8,6 +8,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.kafka.KafkaTransport;
+import io.txoutbox.test.acceptance.FaultInjectingTransport;
 import io.txoutbox.testing.history.HistoryAssert;
 import io.txoutbox.testing.history.HistoryReport;
 import io.txoutbox.testing.history.LedgerWriter;

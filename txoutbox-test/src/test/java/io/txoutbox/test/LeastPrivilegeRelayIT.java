@@ -15,13 +15,13 @@ import org.junit.jupiter.api.Tag;
 class LeastPrivilegeRelayIT extends PollingRelayInMemoryIT {
 
     @Override
-    DataSource relaySessions(TestDatabase db, OutboxSchema schema) {
+    protected DataSource relaySessions(TestDatabase db, OutboxSchema schema) {
         revokeFunctionsFromPublic(db, schema);
         return db.loginRole("relay", r -> OutboxGrants.sql(schema, OutboxGrants.Component.RELAY, r));
     }
 
     @Override
-    DataSource adminSessions(TestDatabase db, OutboxSchema schema) {
+    protected DataSource adminSessions(TestDatabase db, OutboxSchema schema) {
         return db.loginRole("admin", r -> OutboxGrants.sql(schema, OutboxGrants.Component.ADMIN, r));
     }
 

@@ -16,7 +16,7 @@ import javax.sql.DataSource;
 class SerializableRelayIT extends PollingRelayInMemoryIT {
 
     @Override
-    DataSource sessions(TestDatabase db) {
+    protected DataSource sessions(TestDatabase db) {
         return db.dataSource(Map.of("default_transaction_isolation", "serializable"));
     }
 }
