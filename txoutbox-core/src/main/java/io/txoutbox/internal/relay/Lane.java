@@ -1,10 +1,8 @@
 package io.txoutbox.internal.relay;
 
-import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.LaneLock;
-import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.internal.pg.AdvisoryLocks;
@@ -45,7 +43,6 @@ final class Lane implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Lane.class);
     private static final Duration STANDBY_RETRY = Duration.ofSeconds(1);
     private static final long NUDGE_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
-    private static final int MAX_ERROR_LENGTH = 2000;
     private static final AtomicBoolean TOLD_NO_COMMIT_TIMESTAMPS = new AtomicBoolean();
 
     private final RelayConfig config;
@@ -87,6 +84,7 @@ final class Lane implements Runnable {
     /** Keeps the session alive while the lane waits outside the database (the transport, listeners). */
     private final LeaseKeeper keeper;
     private final MarkRetries markRetries;
+    private final FailurePlanner planner;
     /** The lane as the transport sees it (the outbox's installation id), read each time the lane is taken. */
     private TransportLane transportLane;
     private final FencingGuard fencing = new FencingGuard();
@@ -142,6 +140,7 @@ final class Lane implements Runnable {
         this.claimFloor = new ClaimFloor(config.schema().qualifiedOutboxTable());
         this.keeper = new LeaseKeeper(laneId, heartbeatNanos, config.sendTimeout().toNanos());
         this.markRetries = new MarkRetries(laneId, counters.markRetries);
+        this.planner = FailurePlanner.of(config, laneId);
     }
 
     String id() {
@@ -575,54 +574,20 @@ final class Lane implements Runnable {
     /** Marks delivered rows published and records failures per key, in one short transaction. */
     private Outcome record(Connection c, List<OutboxRecord> batch, List<SendResult> results, long ackedAt)
             throws SQLException, InterruptedException, LeaseKeeper.LeaseLostException {
-        List<Long> published = new ArrayList<>(batch.size());
-        Map<String, Integer> failedKeyAt = new HashMap<>();
-        List<Failure> failures = new ArrayList<>();
-        boolean anyUnavailable = false;
-        int contractBreaks = 0;
         for (int i = 0; i < batch.size(); i++) {
-            OutboxRecord r = batch.get(i);
-            SendResult result = results.get(i);
-            if (result instanceof SendResult.Delivered) {
-                if (r.key() != null && failedKeyAt.containsKey(r.key())) {
-                    contractBreaks++;
-                    log.error("txoutbox-relay {}: transport delivered event {} after an earlier event of its key "
-                            + "failed: it breaks the Transport ordering contract", laneId, r.eventId());
-                }
-                published.add(r.id());
-                continue;
-            }
-            SendResult.Failed failed = (SendResult.Failed) result;
-            keeper.awayRun(c, () -> listener.sendFailed(r.topic(), failed.kind()));
-            if (failed.kind() == SendResult.Kind.COLLATERAL) {
-                counters.collateral.increment(); // rolled back with others: simply sent again, in order
-                continue;
-            }
-            if (r.key() != null) {
-                if (failedKeyAt.containsKey(r.key())) {
-                    continue; // a later event of a key that already failed in this batch: it just waits
-                }
-                failedKeyAt.put(r.key(), i);
-            }
-            switch (failed.kind()) {
-                case COLLATERAL -> counters.collateral.increment();
-                case UNAVAILABLE -> {
-                    // one sick partition while the broker answers is not an outage: only its keys back off
-                    anyUnavailable |= !PartitionBackoff.isPartitionScoped(failed);
-                    failures.add(new Failure(r, failed));
-                }
-                case RETRIABLE, PERMANENT -> failures.add(new Failure(r, failed));
+            if (results.get(i) instanceof SendResult.Failed failed) {
+                String topic = batch.get(i).topic();
+                keeper.awayRun(c, () -> listener.sendFailed(topic, failed.kind()));
             }
         }
-        // Nothing got through and the broker was unreachable: the lane pauses (growing, capped) before the next try.
-        boolean outage = published.isEmpty() && anyUnavailable;
-        List<Failure> deadLetters = new ArrayList<>();
-        FailureUpdate update = new FailureUpdate();
-        for (Failure f : failures) {
-            plan(f, update, deadLetters);
-        }
-        if (!deadLetters.isEmpty() && config.deadLetterTopic() != null) {
-            sendToDeadLetterTopic(c, deadLetters, update);
+        FailurePlan update = planner.plan(batch, results, nextOutageBackoffPreview(), System.currentTimeMillis());
+        counters.collateral.add(update.collateral);
+        counters.unavailable.add(update.unavailable);
+        counters.failedAttempts.add(update.failedAttempts);
+        List<Long> published = update.published;
+        boolean outage = update.outage;
+        if (!update.deadLetters.isEmpty() && config.deadLetterTopic() != null) {
+            sendToDeadLetterTopic(c, update);
         }
         keeper.ensureAlive("before the mark");
         while (true) {
@@ -664,15 +629,15 @@ final class Lane implements Runnable {
         lastBatchMillis = System.currentTimeMillis();
         lastBatchSize = batch.size();
         counters.published.add(published.size());
-        counters.contractBreaks.add(contractBreaks);
+        counters.contractBreaks.add(update.contractBreaks);
         counters.parked.add(update.parked);
         counters.dead.add(update.dead);
         keeper.awayRun(c, () -> {
             reportPublished(batch, results, ackedAt);
             for (int i = 0; i < update.ids.size(); i++) {
                 switch (update.states.get(i)) {
-                    case "PARKED" -> listener.keyParked(update.topics.get(i));
-                    case "DEAD" -> listener.deadLettered(update.topics.get(i));
+                    case PARKED -> listener.keyParked(update.topics.get(i));
+                    case DEAD -> listener.deadLettered(update.topics.get(i));
                     default -> { }
                 }
             }
@@ -685,7 +650,7 @@ final class Lane implements Runnable {
     }
 
     /** The statements of the mark transaction: delivered rows published, failures recorded (not committed). */
-    private void mark(Connection c, List<Long> published, FailureUpdate update) throws SQLException {
+    private void mark(Connection c, List<Long> published, FailurePlan update) throws SQLException {
         if (statements.partitioned()) {
             try (Statement st = c.createStatement()) {
                 st.execute(RelayStatements.GENERIC_PLANS);
@@ -706,7 +671,7 @@ final class Lane implements Runnable {
                 ps.setArray(1, c.createArrayOf("bigint", update.ids.toArray(new Long[0])));
                 ps.setArray(2, c.createArrayOf("text", update.errors.toArray(new String[0])));
                 ps.setArray(3, c.createArrayOf("bigint", update.delays.toArray(new Long[0])));
-                ps.setArray(4, c.createArrayOf("text", update.states.toArray(new String[0])));
+                ps.setArray(4, c.createArrayOf("text", update.stateNames()));
                 ps.setArray(5, c.createArrayOf("integer", update.addAttempts.toArray(new Integer[0])));
                 ps.executeUpdate();
             }
@@ -723,84 +688,16 @@ final class Lane implements Runnable {
         }
     }
 
-    private record Failure(OutboxRecord record, SendResult.Failed failed) {
-    }
-
-    /** Column values for the failure UPDATE, one entry per failed head. */
-    private static final class FailureUpdate {
-        final List<Long> ids = new ArrayList<>();
-        final List<String> errors = new ArrayList<>();
-        final List<Long> delays = new ArrayList<>();
-        final List<String> states = new ArrayList<>();
-        final List<Integer> addAttempts = new ArrayList<>();
-        final List<String> topics = new ArrayList<>();
-        long parked;
-        long dead;
-
-        void add(long id, String topic, String error, long delayMs, String state, int addAttempt) {
-            ids.add(id);
-            topics.add(topic);
-            errors.add(error);
-            delays.add(delayMs);
-            states.add(state);
-            addAttempts.add(addAttempt);
-        }
-
-        void set(long id, String error, long delayMs, String state, int addAttempt) {
-            int i = ids.indexOf(id);
-            errors.set(i, error);
-            delays.set(i, delayMs);
-            states.set(i, state);
-            addAttempts.set(i, addAttempt);
-        }
-    }
-
-    private void plan(Failure f, FailureUpdate update, List<Failure> deadLetters) {
-        OutboxRecord r = f.record;
-        String error = describe(f.failed);
-        if (f.failed.kind() == SendResult.Kind.UNAVAILABLE) {
-            // The broker is unreachable: back the key off with the lane, count no attempt — an outage must not park.
-            counters.unavailable.increment();
-            long delay = PartitionBackoff.isPartitionScoped(f.failed)
-                    ? PartitionBackoff.delayMs(r, config.outageBackoffMax(), System.currentTimeMillis())
-                    : Math.max(nextOutageBackoffPreview(), 1);
-            update.add(r.id(), r.topic(), "transport unavailable: " + error, delay, "PENDING", 0);
-            return;
-        }
-        counters.failedAttempts.increment();
-        int attempts = r.attempts() + 1;
-        boolean permanent = f.failed.kind() == SendResult.Kind.PERMANENT;
-        if (!permanent && attempts < config.retry().maxAttempts()) {
-            long delay = config.retry().backoffAfter(attempts).toMillis();
-            log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    r.eventId(), key(r.key()), attempts, config.retry().maxAttempts(), delay, error);
-            update.add(r.id(), r.topic(), error, delay, "PENDING", 1);
-            return;
-        }
-        String why = permanent ? "failed permanently" : "failed " + attempts + " times";
-        if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
-            log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
-                    laneId, r.eventId(), why, key(r.key()), error);
-            update.add(r.id(), r.topic(), error, 0, "PARKED", 1);
-            update.parked++;
-        } else {
-            log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
-                    why, key(r.key()), error);
-            update.add(r.id(), r.topic(), error, 0, "DEAD", 1);
-            update.dead++;
-            deadLetters.add(f);
-        }
-    }
-
-    private void sendToDeadLetterTopic(Connection c, List<Failure> dead, FailureUpdate update)
+    private void sendToDeadLetterTopic(Connection c, FailurePlan update)
             throws InterruptedException, LeaseKeeper.LeaseLostException {
+        List<FailurePlan.DeadLetter> dead = update.deadLetters;
         List<OutboxRecord> records = new ArrayList<>(dead.size());
-        for (Failure f : dead) {
-            OutboxRecord r = f.record;
+        for (FailurePlan.DeadLetter f : dead) {
+            OutboxRecord r = f.record();
             Map<String, String> headers = new HashMap<>(r.headers());
             headers.put("dlt-original-topic", r.topic());
-            headers.put("dlt-exception", f.failed.cause().getClass().getName());
-            headers.put("dlt-reason", truncate(describe(f.failed), 1000));
+            headers.put("dlt-exception", f.failed().cause().getClass().getName());
+            headers.put("dlt-reason", FailurePlanner.truncate(FailurePlanner.describe(f.failed()), 1000));
             headers.put("dlt-attempts", Integer.toString(r.attempts() + 1));
             records.add(r.redirect(config.deadLetterTopic(), headers));
         }
@@ -828,30 +725,11 @@ final class Lane implements Runnable {
         for (int i = 0; i < records.size(); i++) {
             if (results == null || !results.get(i).isDelivered()) {
                 // Not in the dead-letter topic: keep the event pending and try again later.
-                OutboxRecord r = dead.get(i).record;
-                long delay = config.retry().backoffAfter(r.attempts() + 1).toMillis();
                 String why = failure != null ? failure
-                        : results.get(i) instanceof SendResult.Failed f ? describe(f) : "not delivered";
-                update.set(r.id(), truncate("dead-letter topic send failed; will retry: " + why, MAX_ERROR_LENGTH),
-                        delay, "PENDING", 1);
-                update.dead--;
+                        : results.get(i) instanceof SendResult.Failed f ? FailurePlanner.describe(f) : "not delivered";
+                planner.deadLetterFailed(update, dead.get(i).record(), why);
             }
         }
-    }
-
-    /** A partition key as this relay's log lines show it (see {@link RelayConfig#logPartitionKeys()}). */
-    private String key(String key) {
-        return LoggedKeys.show(key, config.logPartitionKeys());
-    }
-
-    private static String describe(SendResult.Failed f) {
-        Throwable c = f.cause();
-        String msg = c.getClass().getSimpleName() + ": " + c.getMessage();
-        return truncate(msg, MAX_ERROR_LENGTH);
-    }
-
-    private static String truncate(String s, int max) {
-        return s.length() <= max ? s : s.substring(0, max) + "…";
     }
 
     // ---- waiting ---------------------------------------------------------------------------------------------
