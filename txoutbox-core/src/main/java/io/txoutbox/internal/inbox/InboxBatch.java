@@ -1,11 +1,11 @@
 package io.txoutbox.internal.inbox;
 
-import io.txoutbox.FailurePolicy;
 import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxHandler;
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.BackendCheck;
+import io.txoutbox.internal.FailureRule;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
@@ -285,25 +285,20 @@ final class InboxBatch {
     private String plan(Failure f, List<Long> delays) {
         InboxEvent e = f.event;
         int attempts = e.attempts() + 1;
-        boolean permanent = f.permanent;
+        FailureRule rule = FailureRule.after(attempts, f.permanent, config.retry(), config.failurePolicy());
+        long delay = rule.delayMs(attempts, config.retry());
+        delays.add(delay);
         String error = HandlerFailures.describe(f.cause, 500);
-        if (!permanent && attempts < config.retry().maxAttempts()) {
-            long delay = config.retry().backoffAfter(attempts).toMillis();
-            log.warn("txoutbox-inbox {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    e.eventId(), key(e.key()), attempts, config.retry().maxAttempts(), delay, error);
-            delays.add(delay);
-            return "PENDING";
+        String why = FailureRule.why(attempts, f.permanent);
+        switch (rule) {
+            case RETRY -> log.warn("txoutbox-inbox {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}",
+                    laneId, e.eventId(), key(e.key()), attempts, config.retry().maxAttempts(), delay, error);
+            case PARK -> log.error("txoutbox-inbox {}: event {} {}; key {} of consumer {} is parked until an operator "
+                    + "releases it: {}", laneId, e.eventId(), why, key(e.key()), config.consumer(), error);
+            case DEAD -> log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId,
+                    e.eventId(), why, key(e.key()), config.consumer(), error);
         }
-        delays.add(0L);
-        String why = permanent ? "failed permanently" : "failed " + attempts + " times";
-        if (config.failurePolicy() == FailurePolicy.PARK_KEY) {
-            log.error("txoutbox-inbox {}: event {} {}; key {} of consumer {} is parked until an operator releases "
-                    + "it: {}", laneId, e.eventId(), why, key(e.key()), config.consumer(), error);
-            return "PARKED";
-        }
-        log.error("txoutbox-inbox {}: event {} {}; dead, key {} of consumer {} moves on: {}", laneId, e.eventId(),
-                why, key(e.key()), config.consumer(), error);
-        return "DEAD";
+        return rule.state();
     }
 
     private Map<String, Long> waitingKeys(Connection c) throws SQLException {

@@ -2,6 +2,7 @@ package io.txoutbox.internal.inbox;
 
 import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.internal.lane.LaneLoop;
+import io.txoutbox.internal.lane.LaneShards;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.lane.SessionLease;
 import io.txoutbox.internal.pg.AdvisoryLocks;
@@ -9,7 +10,6 @@ import io.txoutbox.internal.pg.InboxStatements;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
@@ -48,13 +48,7 @@ final class WorkerLane implements Runnable, LaneLoop.Work {
         this.counters = counters;
         this.listener = listener;
         this.denied = denied;
-        List<Integer> mine = new ArrayList<>();
-        for (int s = 0; s < InboxWorkerConfig.INBOX_SHARDS; s++) {
-            if (s % config.lanes() == index) {
-                mine.add(s);
-            }
-        }
-        Integer[] shards = mine.toArray(new Integer[0]);
+        Integer[] shards = LaneShards.of(InboxWorkerConfig.INBOX_SHARDS, config.lanes(), index);
         // no outage pause (a handler's failure is its event's) and no call out of the lane: the lease bounds both
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-inbox", "inbox worker", laneId,
                 "consumer " + config.consumer() + ", shards " + Arrays.toString(shards), dataSource,

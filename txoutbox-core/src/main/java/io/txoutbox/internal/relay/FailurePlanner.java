@@ -3,6 +3,7 @@ package io.txoutbox.internal.relay;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.RetryPolicy;
+import io.txoutbox.internal.FailureRule;
 import io.txoutbox.internal.LoggedKeys;
 import io.txoutbox.internal.pg.EventState;
 import io.txoutbox.spi.OutboxRecord;
@@ -110,25 +111,28 @@ final class FailurePlanner {
         plan.failedAttempts++;
         int attempts = r.attempts() + 1;
         boolean permanent = failed.kind() == SendResult.Kind.PERMANENT;
-        if (!permanent && attempts < retry.maxAttempts()) {
-            long delay = retry.backoffAfter(attempts).toMillis();
-            log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
-                    r.eventId(), key(r.key()), attempts, retry.maxAttempts(), delay, error);
-            plan.add(r, error, delay, EventState.PENDING, 1);
-            return;
-        }
-        String why = permanent ? "failed permanently" : "failed " + attempts + " times";
-        if (policy == FailurePolicy.PARK_KEY) {
-            log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
-                    laneId, r.eventId(), why, key(r.key()), error);
-            plan.add(r, error, 0, EventState.PARKED, 1);
-            plan.parked++;
-        } else {
-            log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
-                    why, key(r.key()), error);
-            plan.add(r, error, 0, EventState.DEAD, 1);
-            plan.dead++;
-            plan.deadLetters.add(new FailurePlan.DeadLetter(r, failed));
+        FailureRule rule = FailureRule.after(attempts, permanent, retry, policy);
+        long delay = rule.delayMs(attempts, retry);
+        String why = FailureRule.why(attempts, permanent);
+        switch (rule) {
+            case RETRY -> {
+                log.warn("txoutbox-relay {}: event {} (key {}) failed, attempt {} of {}, retry in {} ms: {}", laneId,
+                        r.eventId(), key(r.key()), attempts, retry.maxAttempts(), delay, error);
+                plan.add(r, error, delay, EventState.PENDING, 1);
+            }
+            case PARK -> {
+                log.error("txoutbox-relay {}: event {} {}; its key {} is parked until an operator releases it: {}",
+                        laneId, r.eventId(), why, key(r.key()), error);
+                plan.add(r, error, delay, EventState.PARKED, 1);
+                plan.parked++;
+            }
+            case DEAD -> {
+                log.error("txoutbox-relay {}: event {} {}; dead-lettered, key {} moves on: {}", laneId, r.eventId(),
+                        why, key(r.key()), error);
+                plan.add(r, error, delay, EventState.DEAD, 1);
+                plan.dead++;
+                plan.deadLetters.add(new FailurePlan.DeadLetter(r, failed));
+            }
         }
     }
 

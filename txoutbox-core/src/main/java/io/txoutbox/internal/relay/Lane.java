@@ -4,6 +4,7 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.lane.LaneLoop;
+import io.txoutbox.internal.lane.LaneShards;
 import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.pg.AdvisoryLocks;
@@ -14,7 +15,6 @@ import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -84,13 +84,7 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         this.counters = counters;
         this.listener = listener;
         this.governor = governor;
-        List<Integer> mine = new ArrayList<>();
-        for (int s = 0; s < config.schema().shards(); s++) {
-            if (s % config.lanes() == index) {
-                mine.add(s);
-            }
-        }
-        Integer[] shards = mine.toArray(new Integer[0]);
+        Integer[] shards = LaneShards.of(config.schema().shards(), config.lanes(), index);
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-relay", "relay", laneId,
                 "shards " + Arrays.toString(shards), dataSource, config.leaseTimeout(), config.pollInterval(),
                 config.outageBackoffMax(), config.sendTimeout()), this);
