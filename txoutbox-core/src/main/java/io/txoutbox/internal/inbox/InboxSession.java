@@ -1,7 +1,7 @@
 package io.txoutbox.internal.inbox;
 
 import io.txoutbox.InboxWorkerConfig;
-import io.txoutbox.internal.SessionLease;
+import io.txoutbox.internal.lane.SessionLease;
 import java.time.Duration;
 
 /**

@@ -152,8 +152,4 @@ public final class InboxStatements {
         return b.append(" ON CONFLICT DO NOTHING").toString();
     }
 
-    /** An idle lane's heartbeat: a statement that keeps its session within {@code idle_session_timeout}. */
-    public String heartbeat() {
-        return "SELECT 1";
-    }
 }

@@ -25,6 +25,9 @@ public final class LaneStatements {
     /** PostgreSQL 17+: the session's {@code transaction_timeout}, as {@code SET} makes it. Binds: ms, as text. */
     public static final String TRANSACTION_TIMEOUT = "SELECT set_config('transaction_timeout', ?, false)";
 
+    /** A lane's heartbeat: a statement at least every third of the lease keeps its session (and its lock). */
+    public static final String HEARTBEAT = "SELECT 1";
+
     /** The server's version as a number ({@code 170004}). */
     public static final String SERVER_VERSION_NUM = "SHOW server_version_num";
 

@@ -47,9 +47,6 @@ public final class RelayStatements {
      */
     public static final String JIT_OFF = "SET jit = off";
 
-    /** The lease's heartbeat while a lane waits outside the database. */
-    public static final String HEARTBEAT = "SELECT 1";
-
     /** Whether the server records commit timestamps (a server setting: it changes only with a restart). */
     public static final String TRACK_COMMIT_TIMESTAMP = "SELECT current_setting('track_commit_timestamp')";
 

@@ -1,7 +1,7 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
-import io.txoutbox.internal.SessionLease;
+import io.txoutbox.internal.lane.SessionLease;
 import io.txoutbox.internal.pg.RelayStatements;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,6 +1,6 @@
-package io.txoutbox.internal.relay;
+package io.txoutbox.internal.lane;
 
-import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.pg.LaneStatements;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -34,23 +34,26 @@ import org.slf4j.LoggerFactory;
  * the session within the lease and another instance can take the lane over instead of it staying pinned by a stuck
  * thread. When the call returns the lane finds the lease lost.
  */
-final class LeaseKeeper implements AutoCloseable {
+public final class LeaseKeeper implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(LeaseKeeper.class);
 
     /** The lane's session ended while the lane waited: it is no longer the lane's owner. */
-    static final class LeaseLostException extends Exception {
-        LeaseLostException(String message, Throwable cause) {
+    public static final class LeaseLostException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        public LeaseLostException(String message, Throwable cause) {
             super(message, cause, false, false);
         }
     }
 
     /** Work on the lane's thread that leaves the connection alone. */
     @FunctionalInterface
-    interface Away<T, E extends Exception> {
+    public interface Away<T, E extends Exception> {
         T call() throws E;
     }
 
+    private final String name;
     private final String laneId;
     private final long beatNanos;
     private final long callBudgetNanos;
@@ -65,28 +68,30 @@ final class LeaseKeeper implements AutoCloseable {
     private Thread thread;
     private volatile SQLException lost;
 
-    LeaseKeeper(String laneId, long beatNanos, long callBudgetNanos) {
+    /** {@code name}: the lanes' name in log lines and thread names ({@code txoutbox-relay}, {@code txoutbox-inbox}). */
+    public LeaseKeeper(String name, String laneId, long beatNanos, long callBudgetNanos) {
+        this.name = name;
         this.laneId = laneId;
         this.beatNanos = beatNanos;
         this.callBudgetNanos = callBudgetNanos;
     }
 
     /** The lane just ran a statement on its session. */
-    void talked() {
+    public void talked() {
         lastTalkNanos = System.nanoTime();
     }
 
     /** The lane let its session go: what that session's loss said no longer applies to the next one. */
-    void reset() {
+    public void reset() {
         lost = null;
     }
 
-    boolean isLost() {
+    public boolean isLost() {
         return lost != null;
     }
 
     /** Why the session was found gone (null: it was not). */
-    String lostReason() {
+    public String lostReason() {
         SQLException e = lost;
         if (e == null) {
             return null;
@@ -98,13 +103,13 @@ final class LeaseKeeper implements AutoCloseable {
      * Before the lane starts something it must do only as the owner (a send): a heartbeat if one is due, and throws
      * when the session is gone.
      */
-    void ensureOwner(Connection c, String during) throws LeaseLostException {
+    public void ensureOwner(Connection c, String during) throws LeaseLostException {
         beatIfDue(c);
         ensureAlive(during);
     }
 
     /** Throws when the session was found gone. */
-    void ensureAlive(String during) throws LeaseLostException {
+    public void ensureAlive(String during) throws LeaseLostException {
         SQLException e = lost;
         if (e != null) {
             throw new LeaseLostException("the lane's session ended " + during + ": " + lostReason(), e);
@@ -115,7 +120,7 @@ final class LeaseKeeper implements AutoCloseable {
      * On the lane's thread, between transactions: a heartbeat if a third of the lease passed without a statement.
      * Returns false when the session is gone.
      */
-    boolean beatIfDue(Connection c) {
+    public boolean beatIfDue(Connection c) {
         if (lost != null) {
             return false;
         }
@@ -131,7 +136,7 @@ final class LeaseKeeper implements AutoCloseable {
     }
 
     /** Runs {@code work} on the lane's thread while the keeper keeps {@code c}'s session alive (null: no session). */
-    <T, E extends Exception> T away(Connection c, Away<T, E> work) throws E {
+    public <T, E extends Exception> T away(Connection c, Away<T, E> work) throws E {
         if (c == null) {
             return work.call();
         }
@@ -144,7 +149,7 @@ final class LeaseKeeper implements AutoCloseable {
     }
 
     /** {@link #away} for work without a result. */
-    void awayRun(Connection c, Runnable work) {
+    public void awayRun(Connection c, Runnable work) {
         away(c, () -> {
             work.run();
             return null;
@@ -156,7 +161,7 @@ final class LeaseKeeper implements AutoCloseable {
      * {@link LeaseLostException} as soon as the session is found gone — also when {@code f} completed meanwhile: its
      * outcome can no longer be recorded on this lease.
      */
-    <T> T await(Connection c, CompletableFuture<T> f, long maxNanos)
+    public <T> T await(Connection c, CompletableFuture<T> f, long maxNanos)
             throws InterruptedException, ExecutionException, TimeoutException, LeaseLostException {
         if (c == null) {
             return f.get(maxNanos, TimeUnit.NANOSECONDS);
@@ -193,7 +198,7 @@ final class LeaseKeeper implements AutoCloseable {
             held = c;
             heldUntil = System.nanoTime() + budgetNanos;
             if (thread == null && !closed) {
-                thread = new Thread(this::keep, "txoutbox-relay-" + laneId + "-lease");
+                thread = new Thread(this::keep, name + "-" + laneId + "-lease");
                 thread.setDaemon(true);
                 thread.start();
             }
@@ -223,7 +228,7 @@ final class LeaseKeeper implements AutoCloseable {
                         lost = new SQLException("a call out of the lane (the transport's send, or a listener "
                                 + "callback) took longer than relay.sendTimeout; the lane stopped keeping its session "
                                 + "alive so that another instance can take the lane over");
-                        log.warn("txoutbox-relay {}: {}", laneId, lost.getMessage());
+                        log.warn("{} {}: {}", name, laneId, lost.getMessage());
                         continue;
                     }
                     wait = Math.min(lastTalkNanos + beatNanos - now, heldUntil - now);
@@ -244,7 +249,7 @@ final class LeaseKeeper implements AutoCloseable {
     /** The heartbeat, under the lock. */
     private boolean beat(Connection c) {
         try (Statement st = c.createStatement()) {
-            st.execute(RelayStatements.HEARTBEAT);
+            st.execute(LaneStatements.HEARTBEAT);
             c.commit();
             talked();
             return true;

@@ -1,4 +1,4 @@
-package io.txoutbox.internal;
+package io.txoutbox.internal.lane;
 
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.Jdbc;
