@@ -127,7 +127,8 @@ final class BrokerSetup {
                 try {
                     TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames()
                             .get(5, TimeUnit.SECONDS).get(name);
-                    if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)) {
+                    if (d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null)
+                            && servesEveryPartition(admin, name, partitions)) {
                         return;
                     }
                 } catch (ExecutionException | TimeoutException e) {
@@ -144,6 +145,30 @@ final class BrokerSetup {
             throw new IllegalStateException("interrupted while creating topic " + name, e);
         } catch (TimeoutException e) {
             throw new IllegalStateException("creating topic " + name + " timed out after " + TOPIC_TIMEOUT, e);
+        }
+    }
+
+    /**
+     * True once the leader answers a ListOffsets for every partition. A leader in the metadata is not enough: a
+     * produce request that reaches the broker before it has applied the partition's creation fails with
+     * NOT_LEADER_OR_FOLLOWER, and if a later request of the same idempotent producer lands first, the earlier one
+     * retries with OUT_OF_ORDER_SEQUENCE until its delivery timeout (KAFKA-14359 / KAFKA-15591; seen in CI on a
+     * starved machine). Tests start producing right after {@code createTopic}, so it returns only when the partitions
+     * are served.
+     */
+    private static boolean servesEveryPartition(Admin admin, String name, int partitions) throws InterruptedException {
+        Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest =
+                new java.util.HashMap<>();
+        for (int p = 0; p < partitions; p++) {
+            latest.put(new org.apache.kafka.common.TopicPartition(name, p),
+                    org.apache.kafka.clients.admin.OffsetSpec.latest());
+        }
+        try {
+            admin.listOffsets(latest).all().get(5, TimeUnit.SECONDS);
+            return true;
+        } catch (ExecutionException | TimeoutException e) {
+            log.debug("topic {} not served on every partition yet: {}", name, e.toString());
+            return false;
         }
     }
 
