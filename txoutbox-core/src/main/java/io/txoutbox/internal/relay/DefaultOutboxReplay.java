@@ -10,6 +10,7 @@ import io.txoutbox.OutboxReplay.WhenUnpublished;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.AdvisoryLocks;
 import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ClaimFloor;
 import io.txoutbox.internal.pg.ReplayStatements;
 import io.txoutbox.internal.relay.ReplayCheckpoints.Checkpoint;
 import io.txoutbox.internal.relay.ReplayPages.Row;

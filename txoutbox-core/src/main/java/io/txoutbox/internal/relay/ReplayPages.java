@@ -4,6 +4,7 @@ import io.txoutbox.OutboxReplay;
 import io.txoutbox.ReplayConfig;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.ReplayStatements;
+import io.txoutbox.internal.progress.OutboxRows;
 import io.txoutbox.spi.OutboxRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
