@@ -7,7 +7,8 @@ import org.junit.jupiter.api.BeforeEach;
 /**
  * The whole relay acceptance suite, and the in-memory transport's own scenarios, with the relay on a second progress
  * model ({@link ArchiveProgress}: the mark moves delivered rows into an archive table). The model is put behind the
- * scenario's table with the internal hook {@link ProgressModels#use}, so every relay and admin of the scenario takes it.
+ * scenario's table with the internal hook {@link ProgressModels#use}, so every relay and admin of the scenario takes
+ * it.
  */
 class ArchiveProgressRelayIT extends PollingRelayInMemoryIT {
 

@@ -10,7 +10,7 @@ import java.util.List;
 /**
  * What "published" means for one outbox table, behind one seam: the relay's claim (behind its claim floor), the mark
  * of a batch's delivered rows, the failure record the {@code FailurePlanner} decided, and the predicates and columns
- * the readers (status, retention, admin) use to tell pending and published rows apart.
+ * the readers (status, retention, replay, admin) use to tell pending and published rows apart.
  *
  * <p><b>Sessions.</b> Every method that touches the database takes the lane's session, a {@link Connection} its caller
  * owns and keeps (autocommit off, READ COMMITTED, holding the lane's advisory lock), never a {@code DataSource}:
@@ -19,7 +19,7 @@ import java.util.List;
  *
  * <p><b>Where a component gets its model.</b> From {@link ProgressModels#of}, the one place: today's model
  * ({@link RowStateProgress}, one UPDATE per row) for every table. A test may put another model behind a table with
- * {@link ProgressModels#use} (an internal seam, not a public API): every relay, admin and status reader built for that
+ * {@link ProgressModels#use} (an internal seam, not a public API): every relay and reader built for that
  * table while it is in use takes it.
  */
 public interface ProgressModel {
@@ -52,7 +52,7 @@ public interface ProgressModel {
      */
     String pending(String alias);
 
-    /** The SQL predicate of a published row in the outbox table (its retention deletes such rows). */
+    /** The SQL predicate of a published row in the outbox table (retention deletes such rows, replay sends them). */
     String published(String alias);
 
     /** The column that says when a published row was published, for retention's cutoff. */

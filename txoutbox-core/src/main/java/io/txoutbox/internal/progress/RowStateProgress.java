@@ -43,7 +43,8 @@ final class RowStateProgress implements ProgressModel {
         long firstWaiting = Jdbc.queryLong(c, sql.waiting(), c.createArrayOf("integer", r.shards())).orElse(-1);
         List<OutboxRecord> batch = new ArrayList<>(r.limit());
         long claimedAtNanos;
-        try (PreparedStatement ps = c.prepareStatement(r.commitTimestamps() ? sql.claimWithCommitTime() : sql.claim())) {
+        String claim = r.commitTimestamps() ? sql.claimWithCommitTime() : sql.claim();
+        try (PreparedStatement ps = c.prepareStatement(claim)) {
             Array lane = c.createArrayOf("integer", r.shards());
             ps.setLong(1, from);
             ps.setArray(2, lane);
