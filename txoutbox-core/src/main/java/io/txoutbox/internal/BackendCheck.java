@@ -127,6 +127,17 @@ public final class BackendCheck {
         return sql + LaneStatements.backendGuard(setting, setting + LOST);
     }
 
+    /**
+     * The condition {@link #guard} appends, alone: for a statement whose WHERE is not its last clause (a data-modifying
+     * {@code WITH} with {@code RETURNING}), to put where the rows it changes are chosen.
+     */
+    public String condition() {
+        if (setting == null) {
+            throw new IllegalStateException("BackendCheck.condition before acquired");
+        }
+        return LaneStatements.backendCondition(setting, setting + LOST);
+    }
+
     /** Whether {@code t} (or a cause) is a mismatch found by this check, at acquisition or by the guard. */
     public static boolean isMismatch(Throwable t) {
         return mismatch(t) != null;

@@ -7,6 +7,7 @@ import io.txoutbox.OutboxStatus;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.StatusStatements;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -36,7 +37,7 @@ public final class StatusSql {
 
     public StatusSql(OutboxSchema schema) {
         this.schema = schema;
-        this.statements = new StatusStatements(schema);
+        this.statements = new StatusStatements(schema, ProgressModels.of(schema)::pending);
     }
 
     public OutboxStatus.Backlog backlog(DataSource dataSource) {

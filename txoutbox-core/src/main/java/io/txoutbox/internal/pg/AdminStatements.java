@@ -7,6 +7,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 /**
  * The statements of {@code OutboxAdmin}: what operators list (lane owners, parked keys, dead and failed events, one
@@ -29,6 +30,8 @@ public final class AdminStatements {
 
     private final String table;
     private final long tableHash;
+    /** The progress model's predicate of a pending row, given a table alias (null: none). */
+    private final UnaryOperator<String> pending;
     /**
      * Due now with a {@code next_attempt_at}, not NULL: the row is then in the index of rows that back off, which the
      * relay's claim starts from, so it goes out before the later events of its key even when the claim floor has gone
@@ -39,9 +42,11 @@ public final class AdminStatements {
     private final String skipSet;
     private final String releaseNext;
 
-    public AdminStatements(OutboxSchema schema) {
+    /** {@code pending}: the progress model's predicate of a pending row, given a table alias (null: none). */
+    public AdminStatements(OutboxSchema schema, UnaryOperator<String> pending) {
         String t = schema.qualifiedOutboxTable();
         this.table = t;
+        this.pending = pending;
         this.tableHash = Integer.toUnsignedLong(AdvisoryLocks.relayTableHash(schema));
         this.requeueSet = "state = " + EventState.PENDING.sql() + ", attempts = 0, next_attempt_at = now(),"
                 + " operator_action = 'REQUEUED', " + AUDIT;
@@ -56,11 +61,11 @@ public final class AdminStatements {
         // only when a claim without floor finds them, after later events of the key.
         this.releaseNext = """
                 UPDATE %1$s n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM %1$s x \
-                WHERE x.state = %2$s AND x.shard = p.shard AND x.partition_key = p.partition_key \
+                WHERE %2$s AND x.shard = p.shard AND x.partition_key = p.partition_key \
                 AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM %1$s p \
                 WHERE p.event_id = ANY(?) AND p.state = %3$s AND p.partition_key IS NOT NULL) m \
-                WHERE n.event_id = m.event_id AND n.state = %2$s AND n.next_attempt_at IS NULL"""
-                .formatted(t, EventState.PENDING.sql(), EventState.PARKED.sql());
+                WHERE n.event_id = m.event_id AND %4$s AND n.next_attempt_at IS NULL"""
+                .formatted(t, pending.apply("x"), EventState.PARKED.sql(), pending.apply("n"));
     }
 
     /** The relay's lane locks held now, with their sessions (binds: {@link #laneOwnerBinds()}). */
@@ -79,22 +84,21 @@ public final class AdminStatements {
 
     /** Pending events per shard. */
     public String pendingByShard() {
-        return "SELECT shard, count(*) FROM " + table + " WHERE state = " + EventState.PENDING.sql()
-                + " GROUP BY shard";
+        return "SELECT shard, count(*) FROM " + table + " WHERE " + pending.apply(null) + " GROUP BY shard";
     }
 
     /** All pending events. */
     public String pendingCount() {
-        return "SELECT count(*) FROM " + table + " WHERE state = " + EventState.PENDING.sql();
+        return "SELECT count(*) FROM " + table + " WHERE " + pending.apply(null);
     }
 
     /** Parked keys, each with its head event and the events waiting behind it (bind: limit). */
     public String parkedKeys() {
         return """
                 SELECT p.partition_key, p.event_id, p.id, p.topic, p.event_type, p.attempts, p.last_error, \
-                p.created_at, (SELECT count(*) FROM %1$s w WHERE w.state = %2$s \
+                p.created_at, (SELECT count(*) FROM %1$s w WHERE %2$s \
                 AND w.partition_key = p.partition_key AND w.id > p.id) FROM %1$s p \
-                WHERE p.state = %3$s ORDER BY p.id LIMIT ?""".formatted(table, EventState.PENDING.sql(),
+                WHERE p.state = %3$s ORDER BY p.id LIMIT ?""".formatted(table, pending.apply("w"),
                 EventState.PARKED.sql());
     }
 

@@ -72,7 +72,12 @@ public final class LaneStatements {
      * ({@code [a-z_0-9.]}), spelled as literals: a bind would shift the statement's parameters.
      */
     public static String backendGuard(String setting, String lostSetting) {
-        return " AND (CASE WHEN current_setting('" + setting + "') = 'on' THEN true"
+        return " AND " + backendCondition(setting, lostSetting);
+    }
+
+    /** The condition of {@link #backendGuard} alone, for a WHERE that is not the statement's last clause. */
+    public static String backendCondition(String setting, String lostSetting) {
+        return "(CASE WHEN current_setting('" + setting + "') = 'on' THEN true"
                 + " ELSE current_setting('" + lostSetting + "') IS NULL END)";
     }
 }

@@ -12,17 +12,20 @@ public final class ReplayStatements {
     private final String page;
     private final String state;
 
-    /** {@code recordColumns}: the columns of an outbox record, first in the page's SELECT (13 of them). */
-    public ReplayStatements(OutboxSchema schema, String recordColumns) {
+    /**
+     * {@code recordColumns}: the columns of an outbox record, first in the page's SELECT (13 of them); {@code
+     * published}: the progress model's predicate of a published row.
+     */
+    public ReplayStatements(OutboxSchema schema, String recordColumns, String published) {
         String t = schema.qualifiedOutboxTable();
         this.checkpointTable = Identifiers.quote(schema.schema()) + "."
                 + Identifiers.quote(schema.outboxTable() + "_replay");
         // one row's state, read while the replay waits for it
         this.state = "SELECT state FROM " + t + " WHERE event_id = ?";
         // every state: a row that is not published must be seen to be waited for or reported, never passed silently
-        // (binds: the window's ids, each filter value twice, the page size)
+        // (binds: the window's ids, each filter value twice, the page size); after the state, whether it is published
         this.page = """
-                SELECT %s, state FROM %s \
+                SELECT %s, state, %s FROM %s \
                 WHERE id > ? AND id <= ? \
                 AND (?::text IS NULL OR topic = ?::text) \
                 AND (?::text IS NULL OR aggregate_type = ?::text) \
@@ -30,7 +33,7 @@ public final class ReplayStatements {
                 AND (?::text IS NULL OR event_type = ?::text) \
                 AND (?::timestamptz IS NULL OR created_at >= ?::timestamptz) \
                 AND (?::timestamptz IS NULL OR created_at < ?::timestamptz) \
-                ORDER BY id LIMIT ?""".formatted(recordColumns, t);
+                ORDER BY id LIMIT ?""".formatted(recordColumns, published, t);
     }
 
     /** The quoted, qualified checkpoint table; with the replay's name, its advisory lock key. */

@@ -9,16 +9,19 @@ public final class RetentionStatements {
     private final String probe;
     private final String delete;
 
-    /** {@code walked}: the quoted, qualified table the walk deletes from. */
-    public RetentionStatements(String walked) {
+    /**
+     * {@code walked}: the quoted, qualified table the walk deletes from; {@code published}, {@code publishedAt}: the
+     * progress model's predicate of a published row and its publication time column.
+     */
+    public RetentionStatements(String walked, String published, String publishedAt) {
         // the first row of the window, and the first one created at or after the cutoff (binds: cutoff, from, to)
         this.probe = """
                 SELECT min(id), min(id) FILTER (WHERE created_at >= ?) FROM %s \
                 WHERE id >= ? AND id < ?""".formatted(walked);
         // the published rows of one range (binds: from, to, cutoff)
         this.delete = """
-                DELETE FROM %s WHERE id >= ? AND id < ? AND state = %s \
-                AND published_at < ?""".formatted(walked, EventState.PUBLISHED.sql());
+                DELETE FROM %s WHERE id >= ? AND id < ? AND %s \
+                AND %s < ?""".formatted(walked, published, publishedAt);
     }
 
     /** Where the next range starts, and whether the walk's end is in this window. */

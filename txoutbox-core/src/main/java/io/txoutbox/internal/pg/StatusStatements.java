@@ -1,11 +1,13 @@
 package io.txoutbox.internal.pg;
 
 import io.txoutbox.OutboxSchema;
+import java.util.function.UnaryOperator;
 
 /**
  * The status reads of the outbox ({@code OutboxStatus}, {@code OutboxHealth}, the gauges). Pending rows are found
  * through the pending partial index, parked and dead rows through the "failed" partial index (schema V3); each
- * predicate repeats its index's with the states as literals.
+ * predicate repeats its index's with the states as literals. What a pending row is comes from the table's progress
+ * model ({@code io.txoutbox.internal.progress.ProgressModel#pending}).
  */
 public final class StatusStatements {
 
@@ -13,13 +15,13 @@ public final class StatusStatements {
     private final String failedCounts;
     private final String pendingByShard;
 
-    public StatusStatements(OutboxSchema schema) {
+    /** {@code pending}: the progress model's predicate of a pending row, given a table alias (null: none). */
+    public StatusStatements(OutboxSchema schema, UnaryOperator<String> pending) {
         String t = schema.qualifiedOutboxTable();
-        String pending = EventState.PENDING.sql();
         // pending events and the age of the oldest, per topic
         this.pendingByTopic = """
                 SELECT topic, count(*), greatest(0, (extract(epoch FROM now() - min(created_at)) * 1000000)::bigint) \
-                FROM %s WHERE state = %s GROUP BY topic ORDER BY topic""".formatted(t, pending);
+                FROM %s WHERE %s GROUP BY topic ORDER BY topic""".formatted(t, pending.apply(null));
         // the database's time, parked keys and dead events
         this.failedCounts = """
                 SELECT now(), count(*) FILTER (WHERE state = %2$s), count(*) FILTER (WHERE state = %3$s) \
@@ -29,9 +31,9 @@ public final class StatusStatements {
         this.pendingByShard = """
                 SELECT s.shard, s.pending, greatest(0, (extract(epoch FROM now() - h.created_at) * 1000000)::bigint) \
                 FROM (SELECT shard, count(*) AS pending, min(id) AS head FROM %1$s \
-                WHERE state = %2$s GROUP BY shard) s \
-                LEFT JOIN LATERAL (SELECT created_at FROM %1$s h WHERE h.state = %2$s AND h.id = s.head \
-                LIMIT 1) h ON true ORDER BY s.shard""".formatted(t, pending);
+                WHERE %2$s GROUP BY shard) s \
+                LEFT JOIN LATERAL (SELECT created_at FROM %1$s h WHERE %3$s AND h.id = s.head \
+                LIMIT 1) h ON true ORDER BY s.shard""".formatted(t, pending.apply(null), pending.apply("h"));
     }
 
     /** Pending events and the oldest one's age (microseconds) per topic. */

@@ -7,6 +7,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.AdminStatements;
+import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.internal.pg.AdminStatements.Change;
 import io.txoutbox.internal.pg.EventState;
 import io.txoutbox.internal.pg.Jdbc;
@@ -38,7 +39,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
-        this.sql = new AdminStatements(schema);
+        this.sql = new AdminStatements(schema, ProgressModels.of(schema)::pending);
     }
 
     @Override

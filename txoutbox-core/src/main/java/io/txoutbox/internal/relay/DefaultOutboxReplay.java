@@ -10,6 +10,8 @@ import io.txoutbox.OutboxReplay.WhenUnpublished;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.AdvisoryLocks;
 import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ClaimFloor;
+import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.internal.pg.ReplayStatements;
 import io.txoutbox.internal.relay.ReplayCheckpoints.Checkpoint;
 import io.txoutbox.internal.relay.ReplayPages.Row;
@@ -63,7 +65,8 @@ public final class DefaultOutboxReplay implements OutboxReplay {
         this.filter = describeFilter(config);
         this.settlement = new ClaimFloor(table);
         // the page's columns are the relay's record columns, read by OutboxRows.record
-        ReplayStatements sql = new ReplayStatements(config.schema(), RelayStatements.RECORD_COLUMNS);
+        ReplayStatements sql = new ReplayStatements(config.schema(), RelayStatements.RECORD_COLUMNS,
+                ProgressModels.of(config.schema()).published(null));
         this.checkpoints = new ReplayCheckpoints(sql, table, config.name(), filter);
         this.pages = new ReplayPages(sql, config);
         this.lock = AdvisoryLocks.replay(sql.checkpointTable(), config.name());
@@ -167,7 +170,7 @@ public final class DefaultOutboxReplay implements OutboxReplay {
             List<OutboxRecord> toSend = new ArrayList<>(rows.size());
             Row blocking = null;
             for (Row row : rows) {
-                switch (row.state()) {
+                switch (row.published() ? "PUBLISHED" : row.state()) { // published: as the progress model says
                     case "PUBLISHED" -> toSend.add(row.record());
                     case "DEAD" -> skips.add(row, SkipReason.DEAD, null);
                     case "DISCARDED" -> skips.add(row, SkipReason.DISCARDED, null);

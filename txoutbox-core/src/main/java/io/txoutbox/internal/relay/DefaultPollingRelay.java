@@ -9,6 +9,8 @@ import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ProgressModel;
+import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import java.sql.Connection;
@@ -65,8 +67,10 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
                 + INSTANCES.incrementAndGet();
         this.statements = new RelayStatements(config.schema());
         this.membership = new Membership(config, dataSource, statements, instanceId);
+        ProgressModel progress = ProgressModels.of(config.schema());
         for (int i = 0; i < config.lanes(); i++) {
-            lanes.add(new Lane(config, i, dataSource, transport, statements, counters, this.relayListener, this));
+            lanes.add(new Lane(config, i, dataSource, transport, statements, progress, counters, this.relayListener,
+                    this));
         }
     }
 

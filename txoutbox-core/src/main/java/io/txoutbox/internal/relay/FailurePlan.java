@@ -1,6 +1,7 @@
 package io.txoutbox.internal.relay;
 
 import io.txoutbox.internal.pg.EventState;
+import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import java.util.ArrayList;
@@ -61,12 +62,13 @@ final class FailurePlan {
         dead--;
     }
 
-    /** The states as the failure UPDATE takes them. */
-    String[] stateNames() {
+    /** The failure record of the plan's failed heads, as the progress model takes it. */
+    ProgressModel.FailureUpdate update() {
         String[] names = new String[states.size()];
         for (int i = 0; i < names.length; i++) {
             names[i] = states.get(i).name();
         }
-        return names;
+        return new ProgressModel.FailureUpdate(ids.toArray(new Long[0]), errors.toArray(new String[0]),
+                delays.toArray(new Long[0]), names, addAttempts.toArray(new Integer[0]));
     }
 }

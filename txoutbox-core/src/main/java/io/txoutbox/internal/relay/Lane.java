@@ -9,6 +9,7 @@ import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.pg.AdvisoryLocks;
 import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.spi.TransportLane;
@@ -75,7 +76,7 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
     }
 
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelayStatements statements,
-            RelayCounters counters, RelayListener listener, Governor governor) {
+            ProgressModel progress, RelayCounters counters, RelayListener listener, Governor governor) {
         this.config = config;
         this.index = index;
         this.laneId = config.name() + "-" + index;
@@ -88,8 +89,8 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-relay", "relay", laneId,
                 "shards " + Arrays.toString(shards), dataSource, config.leaseTimeout(), config.pollInterval(),
                 config.outageBackoffMax(), config.sendTimeout()), this);
-        this.batch = new RelayBatch(config, laneId, laneKey().single(), shards, transport, statements, counters,
-                listener, loop.keeper(), loop.backendCheck(), this);
+        this.batch = new RelayBatch(config, laneId, laneKey().single(), shards, transport, statements, progress,
+                counters, listener, loop.keeper(), loop.backendCheck(), this);
     }
 
     String id() {

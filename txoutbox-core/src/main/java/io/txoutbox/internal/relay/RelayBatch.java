@@ -8,14 +8,14 @@ import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ClaimFloor;
+import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -60,6 +60,7 @@ final class RelayBatch {
     private final Integer[] shards;
     private final Transport transport;
     private final RelayStatements statements;
+    private final ProgressModel progress;
     private final RelayCounters counters;
     private final RelayListener listener;
     private final LeaseKeeper keeper;
@@ -71,28 +72,27 @@ final class RelayBatch {
     private final long[] claimAgeMicros;
     private long claimedAtNanos;
     private boolean commitTimestamps;
-    private long firstWaiting = -1;
     private CompletableFuture<List<SendResult>> unfinished;
     /** The lane as the transport sees it (the outbox's installation id), read each time the lane is taken. */
     private TransportLane transportLane;
 
     RelayBatch(RelayConfig config, String laneId, long laneKey, Integer[] shards, Transport transport,
-            RelayStatements statements, RelayCounters counters, RelayListener listener, LeaseKeeper keeper,
-            BackendCheck backendCheck, Host host) {
+            RelayStatements statements, ProgressModel progress, RelayCounters counters, RelayListener listener,
+            LeaseKeeper keeper, BackendCheck backendCheck, Host host) {
         this.config = config;
         this.laneId = laneId;
         this.laneKey = laneKey;
         this.shards = shards;
         this.transport = transport;
         this.statements = statements;
+        this.progress = progress;
         this.counters = counters;
         this.listener = listener;
         this.keeper = keeper;
         this.host = host;
         this.claimAgeMicros = new long[config.batchSize()];
         this.claimFloor = new ClaimFloor(config.schema().qualifiedOutboxTable());
-        this.mark = new RelayMark(config, laneId, transport, statements, counters, listener, keeper, backendCheck,
-                host);
+        this.mark = new RelayMark(config, laneId, transport, progress, counters, listener, keeper, backendCheck, host);
     }
 
     /** The lane was (re)taken on {@code c}: another instance may have owned it meanwhile. */
@@ -132,11 +132,10 @@ final class RelayBatch {
         List<OutboxRecord> batch;
         long claimStart = System.nanoTime();
         try {
-            long from = claimFloor.beforeClaim(c);
-            firstWaiting(c);
-            batch = claim(c, from);
-            c.commit();
-            claimFloor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
+            ProgressModel.Claim claim = progress.claim(c, new ProgressModel.ClaimRequest(claimFloor, shards,
+                    config.batchSize(), config.maxBatchBytes(), commitTimestamps, claimAgeMicros));
+            batch = claim.records();
+            claimedAtNanos = claim.claimedAtNanos();
             keeper.talked();
         } catch (SQLException e) {
             Jdbc.rollbackQuietly(c);
@@ -191,39 +190,6 @@ final class RelayBatch {
                 + "next owner sends the {} events of the batch in flight again", laneId, e.getMessage(), inFlight);
         listener.loopFailed(e); // as a mark refused after a lost lease always was
         return Outcome.LEASE_LOST;
-    }
-
-    /**
-     * Sets {@link #firstWaiting} to the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short
-     * read of a small index, whatever the number of parked keys ({@link RelayStatements#waiting}).
-     */
-    private void firstWaiting(Connection c) throws SQLException {
-        firstWaiting = Jdbc.queryLong(c, statements.waiting(), c.createArrayOf("integer", shards)).orElse(-1);
-    }
-
-    private List<OutboxRecord> claim(Connection c, long from) throws SQLException {
-        List<OutboxRecord> batch = new ArrayList<>(config.batchSize());
-        try (PreparedStatement ps = c.prepareStatement(
-                commitTimestamps ? statements.claimWithCommitTime() : statements.claim())) {
-            java.sql.Array lane = c.createArrayOf("integer", shards);
-            ps.setLong(1, from);
-            ps.setArray(2, lane);
-            ps.setArray(3, lane);
-            ps.setInt(4, config.batchSize());
-            // fetched in chunks (the connection is in a transaction), so a batch of large events can stop early
-            ps.setFetchSize(Math.min(config.batchSize(), 250));
-            long batchBytes = 0;
-            try (ResultSet rs = ps.executeQuery()) {
-                claimedAtNanos = System.nanoTime();
-                while (batchBytes < config.maxBatchBytes() && rs.next()) {
-                    claimAgeMicros[batch.size()] = rs.getLong(14);
-                    OutboxRecord r = OutboxRows.record(rs);
-                    batch.add(r);
-                    batchBytes += r.valueSize();
-                }
-            }
-        }
-        return batch;
     }
 
     /** Hands the batch to the transport; a send call that throws counts as a failed send. */

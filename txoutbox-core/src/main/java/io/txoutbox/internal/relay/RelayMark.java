@@ -8,16 +8,14 @@ import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PgErrors;
-import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.spi.TransportLane;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,7 +32,7 @@ final class RelayMark {
 
     private final RelayConfig config;
     private final String laneId;
-    private final RelayStatements statements;
+    private final ProgressModel progress;
     private final RelayCounters counters;
     private final RelayListener listener;
     private final LeaseKeeper keeper;
@@ -47,13 +45,13 @@ final class RelayMark {
     private volatile long lastBatchMillis;
     private volatile int lastBatchSize;
 
-    RelayMark(RelayConfig config, String laneId, Transport transport, RelayStatements statements,
+    RelayMark(RelayConfig config, String laneId, Transport transport, ProgressModel progress,
             RelayCounters counters, RelayListener listener, LeaseKeeper keeper, BackendCheck backendCheck,
             RelayBatch.Host host) {
         this.backendCheck = backendCheck;
         this.config = config;
         this.laneId = laneId;
-        this.statements = statements;
+        this.progress = progress;
         this.counters = counters;
         this.listener = listener;
         this.keeper = keeper;
@@ -155,31 +153,17 @@ final class RelayMark {
 
     /** The statements of the mark transaction: delivered rows published, failures recorded (not committed). */
     private void mark(Connection c, FailurePlan plan) throws SQLException {
-        if (statements.partitioned()) {
-            try (Statement st = c.createStatement()) {
-                st.execute(RelayStatements.GENERIC_PLANS);
-            }
-        }
+        progress.markStarts(c);
         List<Long> published = plan.published;
         if (!published.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.markPublished()))) {
-                ps.setArray(1, c.createArrayOf("bigint", published.toArray(new Long[0])));
-                int marked = ps.executeUpdate();
-                if (marked != published.size()) {
-                    log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
-                            + "operator meanwhile", laneId, marked, published.size());
-                }
+            int marked = progress.delivered(c, published.toArray(new Long[0]), backendCheck);
+            if (marked != published.size()) {
+                log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
+                        + "operator meanwhile", laneId, marked, published.size());
             }
         }
         if (!plan.ids.isEmpty()) {
-            try (PreparedStatement ps = c.prepareStatement(backendCheck.guard(statements.recordFailures()))) {
-                ps.setArray(1, c.createArrayOf("bigint", plan.ids.toArray(new Long[0])));
-                ps.setArray(2, c.createArrayOf("text", plan.errors.toArray(new String[0])));
-                ps.setArray(3, c.createArrayOf("bigint", plan.delays.toArray(new Long[0])));
-                ps.setArray(4, c.createArrayOf("text", plan.stateNames()));
-                ps.setArray(5, c.createArrayOf("integer", plan.addAttempts.toArray(new Integer[0])));
-                ps.executeUpdate();
-            }
+            progress.failed(c, plan.update(), backendCheck);
         }
     }
 

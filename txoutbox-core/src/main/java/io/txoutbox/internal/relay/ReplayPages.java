@@ -4,6 +4,7 @@ import io.txoutbox.OutboxReplay;
 import io.txoutbox.ReplayConfig;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.ReplayStatements;
+import io.txoutbox.internal.progress.OutboxRows;
 import io.txoutbox.spi.OutboxRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -22,10 +23,10 @@ import java.util.Map;
 final class ReplayPages {
 
     /**
-     * A row of a page: the record to send (redirected, with the replay header), its own topic and its state when
-     * read.
+     * A row of a page: the record to send (redirected, with the replay header), its own topic, its state when read
+     * and whether it was published then (the progress model's predicate).
      */
-    record Row(OutboxRecord record, String topic, String state) {
+    record Row(OutboxRecord record, String topic, String state, boolean published) {
     }
 
     private final ReplayStatements sql;
@@ -60,7 +61,7 @@ final class ReplayPages {
                     Map<String, String> headers = new HashMap<>(r.headers());
                     headers.put(OutboxReplay.REPLAY_HEADER, b.name());
                     out.add(new Row(r.redirect(b.toTopic() != null ? b.toTopic() : r.topic(), headers), r.topic(),
-                            rs.getString(14)));
+                            rs.getString(14), rs.getBoolean(15)));
                 }
             }
         }

@@ -10,6 +10,8 @@ import io.txoutbox.internal.pg.IdSequence;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.RetentionStatements;
+import io.txoutbox.internal.progress.ProgressModel;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -57,7 +59,8 @@ final class RetentionWalk {
         this.partitioned = partitioned;
         this.walked = partitioned == null ? config.schema().qualifiedOutboxTable()
                 : partitioned.qualifiedDefaultPartition();
-        this.statements = new RetentionStatements(walked);
+        ProgressModel progress = ProgressModels.of(config.schema());
+        this.statements = new RetentionStatements(walked, progress.published(null), progress.publishedAt(null));
         this.runLock = AdvisoryLocks.retention(config.schema());
         this.closed = closed;
     }

@@ -7,6 +7,7 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
+import io.txoutbox.internal.progress.ClaimFloor;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;

@@ -141,7 +141,7 @@ class FailurePlannerTest {
         assertThat(plan.delays).as("the backoff after its second attempt").containsExactly(2_000L);
         assertThat(plan.errors).containsExactly("dead-letter topic send failed; will retry: broker down");
         assertThat(plan.dead).isZero();
-        assertThat(plan.stateNames()).containsExactly("PENDING");
+        assertThat(plan.update().states()).containsExactly("PENDING");
     }
 
     @Test

@@ -6,7 +6,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.ObjectMapper;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
-import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.RowStateStatements;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
@@ -39,7 +39,7 @@ class ParkedClaimPlanIT {
 
     private TestDatabase db;
     private OutboxSchema schema;
-    private RelayStatements sql;
+    private RowStateStatements sql;
     private String table;
 
     @BeforeEach
@@ -47,7 +47,7 @@ class ParkedClaimPlanIT {
         db = postgres.database();
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("parked_plan").shards(8).build();
         schema.migrate(db.dataSource());
-        sql = new RelayStatements(schema);
+        sql = new RowStateStatements(schema);
         table = schema.qualifiedOutboxTable();
         String columns = " (topic, partition_key, aggregate_type, aggregate_id, event_type, payload";
         db.execute("ALTER TABLE " + table + " SET (autovacuum_enabled = false)",

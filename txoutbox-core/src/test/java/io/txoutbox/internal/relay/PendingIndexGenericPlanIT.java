@@ -1,6 +1,6 @@
 package io.txoutbox.internal.relay;
 
-import io.txoutbox.internal.pg.RelayStatements;
+import io.txoutbox.internal.progress.RowStateStatements;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import tools.jackson.databind.JsonNode;
@@ -55,7 +55,7 @@ class PendingIndexGenericPlanIT {
 
     /** The statements under test, by name, with their parameter types: the one place naming the relay's SQL. */
     private static Map<String, String[]> statements(OutboxSchema schema) {
-        RelayStatements sql = new RelayStatements(schema);
+        RowStateStatements sql = new RowStateStatements(schema);
         Map<String, String[]> out = new LinkedHashMap<>();
         out.put("claim", new String[] {sql.claim(), "bigint, integer[], integer[], integer", "0, '{0,1,2,3}',"
                 + " '{0,1,2,3}', 100"});

@@ -1,4 +1,4 @@
-package io.txoutbox.internal.relay;
+package io.txoutbox.internal.progress;
 
 import io.txoutbox.internal.pg.RelayStatements;
 import io.txoutbox.spi.OutboxRecord;
@@ -8,13 +8,13 @@ import java.sql.SQLException;
 import java.util.UUID;
 
 /** An outbox row as the relay hands it to the transport, read from a SELECT of the relay's record columns. */
-final class OutboxRows {
+public final class OutboxRows {
 
     private OutboxRows() {
     }
 
     /** The record of the current row of a SELECT that starts with {@link RelayStatements#RECORD_COLUMNS}. */
-    static OutboxRecord record(ResultSet rs) throws SQLException {
+    public static OutboxRecord record(ResultSet rs) throws SQLException {
         String json = rs.getString(9);
         byte[] bytes = rs.getBytes(10);
         long version = rs.getLong(7);

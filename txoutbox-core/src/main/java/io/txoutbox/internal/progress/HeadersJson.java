@@ -1,4 +1,4 @@
-package io.txoutbox.internal.relay;
+package io.txoutbox.internal.progress;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

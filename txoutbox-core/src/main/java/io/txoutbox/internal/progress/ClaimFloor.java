@@ -1,4 +1,4 @@
-package io.txoutbox.internal.relay;
+package io.txoutbox.internal.progress;
 
 import io.txoutbox.internal.pg.IdSequence;
 import io.txoutbox.internal.pg.RelayStatements;
@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * row with an id at or below L is among them. Once none of them holds the lock
  * any more, every row up to L is committed or gone, and the next claim (a later statement, so a later snapshot) sees
  * all of them — a later statement has a later snapshot only under READ COMMITTED, which the lane's session is pinned
- * to ({@link LaneSession}); under REPEATABLE READ the claim would reuse the snapshot of the transaction's first
+ * to ({@code LaneSession}); under REPEATABLE READ the claim would reuse the snapshot of the transaction's first
  * statement, taken before the lock read. The new floor is then the lowest of: L + 1, the first row that claim
  * returned, and the first row that backs off (PENDING with a {@code next_attempt_at}, keyed or not). A sequence with
  * a cache above 1 hands ids out of order, so then there is no floor.
@@ -36,16 +36,16 @@ import org.slf4j.LoggerFactory;
  * later events it holds back: one long-parked key, or 200,000 of them, cost the claim nothing. Rows that become
  * claimable again below the floor are the ones an operator releases; {@code OutboxAdmin} makes each such release due
  * with a {@code next_attempt_at} (a requeued row; after a skip or a discard, the key's next pending row), and every
- * claim starts at the lowest of those at the latest, in its own snapshot ({@link RelayStatements#claim()}), so the
+ * claim starts at the lowest of those at the latest, in its own snapshot ({@link RowStateStatements#claim()}), so the
  * key's events go out in order. Rows put back below the floor by hand in SQL without a {@code next_attempt_at} are
  * found by a claim without floor every {@value #SWEEP_MILLIS} ms; such a release of a parked key may let events of
  * the key above the floor go out before them.
  */
-final class ClaimFloor {
+public final class ClaimFloor {
 
     private static final Logger log = LoggerFactory.getLogger(ClaimFloor.class);
     /** How often the settlement of a candidate is checked (a pg_locks read). */
-    static final long CHECK_MILLIS = 100;
+    public static final long CHECK_MILLIS = 100;
     /** How often a claim ignores the floor, to find rows an operator put back below it. */
     static final long SWEEP_MILLIS = 5_000;
 
@@ -68,12 +68,12 @@ final class ClaimFloor {
     private long lastSweepNanos = System.nanoTime();
     private boolean sweeping;
 
-    ClaimFloor(String qualifiedTable) {
+    public ClaimFloor(String qualifiedTable) {
         this.qualifiedTable = qualifiedTable;
     }
 
     /** Forget everything: the lane was (re)acquired, or its session was replaced. */
-    void reset() {
+    public void reset() {
         floor = 0;
         candidate = -1;
         settled = -1;
@@ -84,7 +84,7 @@ final class ClaimFloor {
      * Run inside the claim's transaction, before the claim: moves the settlement check along (at most every
      * {@value #CHECK_MILLIS} ms). Returns the floor the claim should use (0: none).
      */
-    long beforeClaim(Connection c) throws SQLException {
+    public long beforeClaim(Connection c) throws SQLException {
         long now = System.nanoTime();
         sweeping = now - lastSweepNanos >= TimeUnit.MILLISECONDS.toNanos(SWEEP_MILLIS);
         if (sweeping) {
@@ -114,7 +114,7 @@ final class ClaimFloor {
      * After the claim: {@code firstClaimed} the lowest id it returned (or -1), {@code firstWaiting} the lowest id of
      * a row of the lane that backs off (PENDING with a {@code next_attempt_at}; not a parked one), or -1.
      */
-    void afterClaim(long firstClaimed, long firstWaiting) {
+    public void afterClaim(long firstClaimed, long firstWaiting) {
         if (settled < 0) {
             return;
         }
@@ -135,7 +135,7 @@ final class ClaimFloor {
         }
     }
 
-    long floor() {
+    public long floor() {
         return floor;
     }
 
@@ -145,7 +145,7 @@ final class ClaimFloor {
      * increment or cache above 1); else {@code settledUpTo} is an id such that every row at or below it is committed
      * or gone, or -1 when {@code stillOpen} writer transactions had not ended by the deadline.
      */
-    record Settlement(boolean provable, long settledUpTo, int stillOpen) {
+    public record Settlement(boolean provable, long settledUpTo, int stillOpen) {
     }
 
     /**
@@ -153,7 +153,7 @@ final class ClaimFloor {
      * the ids handed out so far are settled, by the rule the floor uses: read the sequence, then the transactions that
      * may still commit ids up to it, and wait for those to end. {@code stop} ends the wait early (returns unsettled).
      */
-    Settlement awaitSettled(Connection c, long deadlineNanos, java.util.function.BooleanSupplier stop)
+    public Settlement awaitSettled(Connection c, long deadlineNanos, java.util.function.BooleanSupplier stop)
             throws SQLException, InterruptedException {
         if (!resolve(c)) {
             return new Settlement(false, -1, 0);
