@@ -16,6 +16,8 @@ import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.inbox.InboxBytes;
+import io.txoutbox.kafka.internal.ClientProperties;
+import io.txoutbox.kafka.internal.ConnectionTrouble;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -5,6 +5,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
+import io.txoutbox.kafka.internal.ClientProperties;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collections;
