@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * TLS listener (or the reverse) only sees the connection drop and then a {@link TimeoutException}; for that case the
  * listener is asked what it speaks ({@link ListenerProbe}), once per streak, and only a mismatch is reported.
  */
-public final class ConnectionTrouble {
+final class ConnectionTrouble {
 
     private static final Logger log = LoggerFactory.getLogger(ConnectionTrouble.class);
     private static final int PROBE_TIMEOUT_MS = 1_000;
@@ -50,7 +50,7 @@ public final class ConnectionTrouble {
      * @param settings the client's properties (read for bootstrap.servers, security.protocol, the truststore's
      *     location, sasl.mechanism and the user name in sasl.jaas.config)
      */
-    public ConnectionTrouble(String client, Map<String, ?> settings) {
+    ConnectionTrouble(String client, Map<String, ?> settings) {
         this(client, settings, ListenerProbe::probe);
     }
 
@@ -117,7 +117,7 @@ public final class ConnectionTrouble {
      * password at once; a timeout only if the listener, asked once per streak, speaks another protocol than
      * {@code security.protocol}.
      */
-    public String explain(Throwable error) {
+    String explain(Throwable error) {
         String auth = explainAuthentication(error);
         if (auth != null) {
             return auth;
@@ -129,7 +129,7 @@ public final class ConnectionTrouble {
     }
 
     /** Logs {@code message} unless it is the one already logged in this streak. */
-    public synchronized void report(String message, String consequence) {
+    synchronized void report(String message, String consequence) {
         if (message.equals(reported)) {
             log.debug("{}: {} (still)", client, message);
             return;
@@ -139,7 +139,7 @@ public final class ConnectionTrouble {
     }
 
     /** The client got through: the streak is over. */
-    public synchronized void connected() {
+    synchronized void connected() {
         if (reported != null) {
             log.info("{}: connected to the broker again", client);
         }
@@ -149,7 +149,7 @@ public final class ConnectionTrouble {
     }
 
     /** The listener's protocol does not match security.protocol: the message, asked once per streak; else null. */
-    public synchronized String protocolMismatch() {
+    synchronized String protocolMismatch() {
         if (probed) {
             return probeFinding;
         }
