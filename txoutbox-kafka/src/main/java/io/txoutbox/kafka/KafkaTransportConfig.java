@@ -19,16 +19,10 @@ import io.txoutbox.kafka.internal.ClientProperties;
 import io.txoutbox.kafka.internal.PartitionBudget;
 import io.txoutbox.kafka.internal.ProducerSettings;
 import java.time.Duration;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.config.ConfigDef;
 
 /**
  * The validated, effective producer configuration of a {@link KafkaTransport}: user properties over the defaults,

@@ -2,9 +2,7 @@ package io.txoutbox.kafka.internal;
 
 import io.txoutbox.OutboxException;
 import io.txoutbox.spi.OutboxRecord;
-import io.txoutbox.spi.PartitionUnavailableException;
 import io.txoutbox.spi.SendResult;
-import io.txoutbox.spi.SenderFencedException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -17,10 +15,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.errors.InterruptException;
-import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.Utils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
