@@ -5,17 +5,14 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.RetryDraft;
+import io.txoutbox.kafka.internal.ClientProperties;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The validated, immutable configuration of a {@link KafkaInboxConsumer}; see {@link KafkaInboxConsumer.Builder} for
@@ -43,9 +40,6 @@ public record KafkaInboxConsumerConfig(OutboxSchema schema, String groupId, List
     public static final RetryPolicy DEFAULT_RETRY = RetryPolicy.defaults().withMaxAttempts(5)
             .withBackoff(Duration.ofMillis(500), Duration.ofSeconds(30));
     public static final boolean DEFAULT_CHECK_VERSIONS = false;
-    /** How long a record's dead-lettering waits for the broker's acknowledgement. */
-    static final Duration DEAD_LETTER_SEND_TIMEOUT = Duration.ofSeconds(30);
-
     /**
      * Every setting of the inbox consumer ({@code txoutbox.kafka-inbox.*}). As for the transport, arbitrary Kafka
      * client properties stay builder calls ({@code property(key, value)}); the security settings listed here are
@@ -109,36 +103,6 @@ public record KafkaInboxConsumerConfig(OutboxSchema schema, String groupId, List
         }
         topics = List.copyOf(topics);
         properties = Collections.unmodifiableMap(new HashMap<>(properties));
-    }
-
-    /** The consumer's properties: the user's, with the ones the inbox needs (no auto-commit, read_committed, ...). */
-    Properties consumerProperties() {
-        Properties p = new Properties();
-        p.putAll(properties);
-        p.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        p.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-" + name);
-        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        return p;
-    }
-
-    /** The dead-letter producer's properties: the user's producer ones, acks=all and idempotence. */
-    Properties producerProperties() {
-        Properties p = new Properties();
-        for (Map.Entry<String, Object> e : properties.entrySet()) {
-            if (ProducerConfig.configNames().contains(e.getKey())) {
-                p.put(e.getKey(), e.getValue());
-            }
-        }
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, "txoutbox-inbox-dlt-" + name);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        return p;
     }
 
     private static String[] split(String topics) {

@@ -1,6 +1,9 @@
 package io.txoutbox.kafka;
 
-import io.txoutbox.OutboxException;
+import io.txoutbox.kafka.internal.ClientProperties;
+import io.txoutbox.kafka.internal.LaneProducers;
+import io.txoutbox.kafka.internal.LaneWorker;
+import io.txoutbox.kafka.internal.ProducerSettings;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
@@ -14,10 +17,7 @@ import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -108,23 +108,16 @@ public final class KafkaTransport implements Transport {
     private static final Logger log = LoggerFactory.getLogger(KafkaTransport.class);
 
     private final KafkaTransportConfig config;
-    private final ConnectionTrouble connectionTrouble;
-    private final RecordMapper mapper;
-    private final TopicProbe topicProbe;
-    private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
+    private final ProducerSettings settings;
+    private final LaneProducers producers;
     private final Map<String, LaneWorker> lanes = new LinkedHashMap<>();
     private boolean closed;
-
-    private record LaneWorker(Lane lane, ExecutorService thread) {
-    }
 
     private KafkaTransport(KafkaTransportConfig config,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.config = config;
-        this.connectionTrouble = new ConnectionTrouble("txoutbox-kafka", config.producerProperties());
-        this.mapper = new RecordMapper(config.maxRequestSize(), config.bufferMemory());
-        this.topicProbe = new TopicProbe(config.adminProperties(), config.requestTimeoutMs());
-        this.producerFactory = producerFactory;
+        this.settings = new ProducerSettings(config);
+        this.producers = new LaneProducers(settings, producerFactory);
         log.info("txoutbox-kafka: transport configuration: {}", KafkaTransportConfig.DESCRIPTOR.describe(config));
         if (config.mode() == Mode.TRANSACTIONAL) {
             log.info("txoutbox-kafka: transport ready (one transaction per batch): transactional.id = {}, "
@@ -152,7 +145,7 @@ public final class KafkaTransport implements Transport {
         if (lane == null || lane.isBlank()) {
             throw new IllegalArgumentException("lane must not be blank");
         }
-        return send(lane, config.transactionalId(lane), batch);
+        return send(lane, settings.transactionalId(lane), batch);
     }
 
     /**
@@ -164,7 +157,7 @@ public final class KafkaTransport implements Transport {
     public CompletionStage<List<SendResult>> send(TransportLane lane, List<OutboxRecord> batch) {
         Objects.requireNonNull(lane, "lane");
         Objects.requireNonNull(batch, "batch");
-        return send(lane.name(), config.transactionalId(lane), batch);
+        return send(lane.name(), settings.transactionalId(lane), batch);
     }
 
     private CompletionStage<List<SendResult>> send(String lane, String transactionalId, List<OutboxRecord> batch) {
@@ -178,9 +171,9 @@ public final class KafkaTransport implements Transport {
             if (closed) {
                 return CompletableFuture.failedFuture(new IllegalStateException("KafkaTransport is closed"));
             }
-            LaneWorker worker = lanes.computeIfAbsent(transactionalId, id -> startLane(lane, id));
+            LaneWorker worker = lanes.computeIfAbsent(transactionalId, id -> producers.start(lane, id));
             try {
-                worker.thread().execute(new BatchTask(worker.lane(), records, result));
+                worker.send(records, result);
             } catch (RejectedExecutionException e) {
                 result.completeExceptionally(new IllegalStateException("KafkaTransport is closing", e));
             }
@@ -205,50 +198,16 @@ public final class KafkaTransport implements Transport {
                 done.complete(null);
                 return done;
             }
-            LaneWorker worker = lanes.computeIfAbsent(config.transactionalId(lane), id -> startLane(lane.name(), id));
+            LaneWorker worker = lanes.computeIfAbsent(settings.transactionalId(lane),
+                    id -> producers.start(lane.name(), id));
             try {
-                worker.thread().execute(() -> {
-                    try {
-                        worker.lane().prepare();
-                    } finally {
-                        done.complete(null);
-                    }
-                });
+                worker.prepare(done);
             } catch (RejectedExecutionException e) {
                 log.debug("txoutbox-kafka: lane {}: not prepared, the transport is closing", lane.name());
                 done.complete(null);
             }
         }
         return done;
-    }
-
-    private LaneWorker startLane(String lane, String transactionalId) {
-        ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "txoutbox-kafka-" + lane);
-            t.setDaemon(true);
-            return t;
-        });
-        return new LaneWorker(new Lane(lane, transactionalId, config, connectionTrouble, mapper, topicProbe, producerFactory), thread);
-    }
-
-    /** A queued batch; if close() drops it before it ran, its stage still completes. */
-    private record BatchTask(Lane lane, List<OutboxRecord> batch, CompletableFuture<List<SendResult>> result)
-            implements Runnable {
-        @Override
-        public void run() {
-            try {
-                result.complete(lane.sendBatch(batch));
-            } catch (Throwable t) {
-                result.completeExceptionally(t);
-            }
-        }
-
-        void dropped() {
-            OutboxException cause = new OutboxException("KafkaTransport closed before the batch was sent", null, true);
-            List<SendResult> results = new ArrayList<>(batch.size());
-            batch.forEach(r -> results.add(SendResult.unavailable(cause)));
-            result.complete(results);
-        }
     }
 
     /**
@@ -269,39 +228,28 @@ public final class KafkaTransport implements Transport {
         long deadline = System.nanoTime() + config.closeTimeout().toNanos();
         boolean interrupted = false;
         try {
-            workers.forEach(w -> w.thread().shutdown());
+            workers.forEach(LaneWorker::shutdown);
             for (LaneWorker w : workers) {
                 try {
-                    if (!w.thread().awaitTermination(remaining(deadline), TimeUnit.NANOSECONDS)) {
+                    if (!w.awaitTermination(remaining(deadline))) {
                         log.warn("txoutbox-kafka: lane {} did not finish its batch within the close timeout; "
-                                + "interrupting it", w.lane());
-                        forceStop(w);
+                                + "interrupting it", w);
+                        w.forceStop();
                     }
                 } catch (InterruptedException e) {
                     interrupted = true;
-                    forceStop(w);
+                    w.forceStop();
                 }
             }
         } finally {
             for (LaneWorker w : workers) {
-                w.thread().shutdownNow();
-                w.lane().closeProducer(Duration.ofNanos(remaining(deadline)));
+                w.close(Duration.ofNanos(remaining(deadline)));
             }
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
             log.info("txoutbox-kafka: transport closed ({} lanes)", workers.size());
         }
-    }
-
-    private static void forceStop(LaneWorker w) {
-        for (Runnable r : w.thread().shutdownNow()) {
-            if (r instanceof BatchTask task) {
-                task.dropped();
-            }
-        }
-        // a producer closed now unblocks a lane thread waiting in commit or abort
-        w.lane().closeProducer(Duration.ZERO);
     }
 
     private static long remaining(long deadline) {
@@ -332,7 +280,7 @@ public final class KafkaTransport implements Transport {
         private boolean explicitPrefix;
         private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
         private Mode mode = Mode.TRANSACTIONAL;
-        private Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory = Lane::kafkaProducer;
+        private Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory = LaneProducers::kafkaProducer;
 
         private Builder() {
         }

@@ -15,17 +15,14 @@ import static io.txoutbox.kafka.KafkaTransport.MIN_IDEMPOTENT_LINGER_MS;
 import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.kafka.internal.ClientProperties;
+import io.txoutbox.kafka.internal.PartitionBudget;
+import io.txoutbox.kafka.internal.ProducerSettings;
 import java.time.Duration;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.config.ConfigDef;
 
 /**
  * The validated, effective producer configuration of a {@link KafkaTransport}: user properties over the defaults,
@@ -37,7 +34,7 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
     /**
      * The settings under {@code txoutbox.kafka}. Arbitrary producer properties stay builder calls
      * ({@code property(key, value)}, {@code properties(map)}): their names are Kafka's own dotted names, not settings
-     * of this library, and their secrets are recognised per key ({@link #isSecret}); a starter binds them as a map.
+     * of this library, and their secrets are recognised per key ({@link ClientProperties#isSecret}); a starter binds them as a map.
      * The Kafka properties listed here are views of the producer properties ({@code max.block.ms}, ...).
      */
     public static final ConfigDescriptor<KafkaTransport.Builder, KafkaTransportConfig> DESCRIPTOR =
@@ -74,24 +71,6 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
                             c -> c.duration(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG)),
                     KafkaTransport.Builder::property, KafkaTransportConfig::text)
                     .build();
-
-    /** Kafka's own defaults for the two limits a record is checked against before it is sent. */
-    static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
-    static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432L;
-
-    /**
-     * Every property the Kafka clients themselves type {@code PASSWORD} (producer, consumer, admin client): read from
-     * their {@code ConfigDef}s, so a secret property added by a later kafka-clients is hidden without a change here.
-     */
-    static final Set<String> PASSWORD_TYPED = passwordTyped();
-
-    /**
-     * Substrings of property names whose values are hidden too: for properties Kafka does not know (a custom login
-     * module's or callback handler's settings), whose type nobody declared.
-     */
-    static final List<String> SECRET_MARKERS = List.of("password", "passphrase", "secret", "jaas", "ssl.key",
-            "token", "credential", "private", "certificate", "apikey", "api.key");
-    static final String HIDDEN = "[hidden]";
 
     /**
      * Validates and completes the configuration: the user's producer properties over the defaults, every override
@@ -208,10 +187,10 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
         if (idempotentMode) {
             PartitionBudget.requireRoom(
                     props.containsKey(ProducerConfig.BUFFER_MEMORY_CONFIG)
-                            ? number(props, ProducerConfig.BUFFER_MEMORY_CONFIG) : KAFKA_DEFAULT_BUFFER_MEMORY,
+                            ? number(props, ProducerConfig.BUFFER_MEMORY_CONFIG) : ProducerSettings.KAFKA_DEFAULT_BUFFER_MEMORY,
                     number(props, ProducerConfig.BATCH_SIZE_CONFIG),
                     props.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)
-                            ? number(props, ProducerConfig.MAX_REQUEST_SIZE_CONFIG) : KAFKA_DEFAULT_MAX_REQUEST_SIZE);
+                            ? number(props, ProducerConfig.MAX_REQUEST_SIZE_CONFIG) : ProducerSettings.KAFKA_DEFAULT_MAX_REQUEST_SIZE);
         }
         long transactionTimeout = idempotentMode ? Long.MAX_VALUE
                 : number(props, ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
@@ -223,74 +202,8 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
         return props;
     }
 
-    /**
-     * Mode.IDEMPOTENT: the most bytes (uncompressed estimate) one partition may receive in one batch, so that the
-     * producer keeps them in a single record batch, which the broker appends or rejects as a whole: half the batch
-     * size (the producer's own fullness estimate may run over the raw size), and at most
-     * {@value #MAX_PARTITION_SHARE_BYTES}, so that a topic whose {@code max.message.bytes} was lowered to that still
-     * takes the record batch whole instead of making the producer split it.
-     */
-    long partitionShareBytes() {
-        return Math.min(MAX_PARTITION_SHARE_BYTES,
-                Math.min(longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE), maxRequestSize()) / 2);
-    }
-
-    static final long MAX_PARTITION_SHARE_BYTES = 262_144;
-
     /** Mode.TRANSACTIONAL's default {@code max.in.flight.requests.per.connection}; see {@link #of}. */
     static final int TRANSACTIONAL_MAX_IN_FLIGHT = 1;
-
-    /** Producer properties for one lane; the serializers are passed to the producer's constructor. */
-    Map<String, Object> producerProperties(String lane) {
-        return producerProperties(lane, transactionalId(lane));
-    }
-
-    /** Producer properties for one lane with its {@code transactional.id} (TRANSACTIONAL mode only). */
-    Map<String, Object> producerProperties(String lane, String transactionalId) {
-        Map<String, Object> props = new TreeMap<>(producerProperties);
-        if (mode == KafkaTransport.Mode.TRANSACTIONAL) {
-            props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-        }
-        Object clientId = props.get(ProducerConfig.CLIENT_ID_CONFIG);
-        props.put(ProducerConfig.CLIENT_ID_CONFIG, (clientId == null ? "txoutbox-kafka" : clientId) + "-" + lane);
-        return props;
-    }
-
-    /** The subset an {@code Admin} client understands (bootstrap, security), for the topic-existence check. */
-    Map<String, Object> adminProperties() {
-        Map<String, Object> props = new TreeMap<>();
-        producerProperties.forEach((k, v) -> {
-            if (AdminClientConfig.configNames().contains(k) && !k.equals(AdminClientConfig.CLIENT_ID_CONFIG)) {
-                props.put(k, v);
-            }
-        });
-        props.put(AdminClientConfig.CLIENT_ID_CONFIG, "txoutbox-kafka-admin");
-        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(requestTimeoutMs()));
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(requestTimeoutMs()));
-        return props;
-    }
-
-    /** The id of a lane sent by name only ({@link KafkaTransport#send(String, java.util.List)}): prefix + name. */
-    String transactionalId(String lane) {
-        return transactionalIdPrefix + lane;
-    }
-
-    /**
-     * The id of a relay lane: {@code txoutbox-<installation id>-<lane index>} ({@code -dlt} appended for its dead
-     * letters), the same for every instance of one outbox and independent of the relay's name; with an explicit
-     * prefix, {@code prefix + lane name} as before.
-     */
-    String transactionalId(io.txoutbox.spi.TransportLane lane) {
-        return explicitPrefix ? transactionalIdPrefix + lane.name() : transactionalIdPrefix + lane.fencingKey();
-    }
-
-    int maxRequestSize() {
-        return (int) longValue(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, KAFKA_DEFAULT_MAX_REQUEST_SIZE);
-    }
-
-    long bufferMemory() {
-        return longValue(ProducerConfig.BUFFER_MEMORY_CONFIG, KAFKA_DEFAULT_BUFFER_MEMORY);
-    }
 
     /** A producer property as text; {@code null} when unset (a {@code Password} gives its value). */
     private String text(String key) {
@@ -307,33 +220,9 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
         return Checks.notNull("kafka.duration", d).toMillis();
     }
 
-    long batchSize() {
-        return longValue(ProducerConfig.BATCH_SIZE_CONFIG, DEFAULT_BATCH_SIZE);
-    }
-
-    long requestTimeoutMs() {
-        return longValue(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, DEFAULT_REQUEST_TIMEOUT_MS);
-    }
-
-    /** The effective producer configuration for logs and toString(): sorted, secrets replaced by {@value #HIDDEN}. */
+    /** The effective producer configuration for logs and toString(): sorted, secrets replaced by {@code [hidden]}. */
     String describe() {
         return ClientProperties.describe(producerProperties);
-    }
-
-    /** Whether a property's value must never be shown: Kafka types it PASSWORD, or its name looks secret. */
-    static boolean isSecret(String key) {
-        String lower = key.toLowerCase(Locale.ROOT);
-        return PASSWORD_TYPED.contains(lower) || SECRET_MARKERS.stream().anyMatch(lower::contains);
-    }
-
-    private static Set<String> passwordTyped() {
-        Set<String> names = new TreeSet<>();
-        for (ConfigDef def : List.of(ProducerConfig.configDef(), ConsumerConfig.configDef(),
-                AdminClientConfig.configDef())) {
-            def.configKeys().values().stream().filter(k -> k.type == ConfigDef.Type.PASSWORD)
-                    .forEach(k -> names.add(k.name.toLowerCase(Locale.ROOT)));
-        }
-        return Set.copyOf(names);
     }
 
     /** The effective producer configuration, secrets hidden (the record's components are not all settings). */
@@ -342,11 +231,6 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
         return "KafkaTransportConfig[mode=" + mode + ", transactionalIdPrefix=" + transactionalIdPrefix
                 + ", explicitPrefix=" + explicitPrefix + ", closeTimeout=" + closeTimeout + ", producerProperties="
                 + describe() + "]";
-    }
-
-    private long longValue(String key, long fallback) {
-        Object value = producerProperties.get(key);
-        return value == null ? fallback : number(key, value);
     }
 
     private static void rejectPresent(Map<String, Object> props, String key, String why) {
@@ -364,14 +248,7 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
     }
 
     private static long number(String key, Object value) {
-        if (value instanceof Number n) {
-            return n.longValue();
-        }
-        try {
-            return Long.parseLong(String.valueOf(value).trim());
-        } catch (NumberFormatException e) {
-            throw invalid("Kafka property '" + key + "' must be a whole number, was '" + value + "'");
-        }
+        return ClientProperties.number(key, value);
     }
 
     private static InvalidConfigurationException invalid(String message) {

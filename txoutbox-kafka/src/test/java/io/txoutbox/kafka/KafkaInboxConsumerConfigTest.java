@@ -7,6 +7,7 @@ import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
+import io.txoutbox.kafka.internal.ConsumerClients;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -73,11 +74,11 @@ class KafkaInboxConsumerConfigTest {
         assertThat(config.retry().maxBackoff()).isEqualTo(KafkaInboxConsumer.DEFAULT_RETRY.maxBackoff());
         assertThat(config.properties()).containsEntry("bootstrap.servers", "b:9092")
                 .containsEntry("security.protocol", "SASL_SSL").containsEntry("sasl.jaas.config", SECRET);
-        Properties consumer = config.consumerProperties();
+        Properties consumer = ConsumerClients.consumerProperties(config);
         assertThat(consumer).containsEntry("group.id", "billing").containsEntry("enable.auto.commit", "false")
                 .containsEntry("isolation.level", "read_committed").containsEntry("client.id",
                         "txoutbox-inbox-billing-inbox").containsEntry("sasl.jaas.config", SECRET);
-        assertThat(config.producerProperties()).containsEntry("acks", "all").containsEntry("security.protocol",
+        assertThat(ConsumerClients.producerProperties(config)).containsEntry("acks", "all").containsEntry("security.protocol",
                 "SASL_SSL").doesNotContainKey("group.id");
     }
 

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.kafka.internal.ClientProperties;
+import io.txoutbox.kafka.internal.ProducerSettings;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -86,11 +88,11 @@ class KafkaTransportConfigTest {
     void idempotentModeHasNoTransactionalIdAndHoldsRecordsUntilTheFlush() {
         KafkaTransportConfig config = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
                 KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.IDEMPOTENT);
-        assertThat(config.producerProperties("3"))
+        assertThat(new ProducerSettings(config).producerProperties("3"))
                 .doesNotContainKey("transactional.id")
                 .containsEntry("linger.ms", String.valueOf(KafkaTransport.IDEMPOTENT_LINGER_MS))
                 .containsEntry("batch.size", String.valueOf(KafkaTransport.IDEMPOTENT_BATCH_SIZE));
-        assertThat(config.partitionShareBytes()).isEqualTo(KafkaTransportConfig.MAX_PARTITION_SHARE_BYTES);
+        assertThat(new ProducerSettings(config).partitionShareBytes()).isEqualTo(ProducerSettings.MAX_PARTITION_SHARE_BYTES);
     }
 
     @Test
@@ -115,18 +117,18 @@ class KafkaTransportConfigTest {
                 KafkaTransport.DEFAULT_TRANSACTIONAL_ID_PREFIX, false, KafkaTransport.DEFAULT_CLOSE_TIMEOUT,
                 KafkaTransport.Mode.TRANSACTIONAL);
         // not the relay's name: two relays of one outbox with different names share the lanes
-        assertThat(defaults.transactionalId(lane)).isEqualTo("txoutbox-" + installation + "-2");
-        assertThat(defaults.transactionalId(lane.forDeadLetters())).isEqualTo("txoutbox-" + installation + "-2-dlt");
+        assertThat(new ProducerSettings(defaults).transactionalId(lane)).isEqualTo("txoutbox-" + installation + "-2");
+        assertThat(new ProducerSettings(defaults).transactionalId(lane.forDeadLetters())).isEqualTo("txoutbox-" + installation + "-2-dlt");
         KafkaTransportConfig other = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"),
                 KafkaTransport.DEFAULT_TRANSACTIONAL_ID_PREFIX, false, KafkaTransport.DEFAULT_CLOSE_TIMEOUT,
                 KafkaTransport.Mode.TRANSACTIONAL);
         io.txoutbox.spi.TransportLane otherOutbox = new io.txoutbox.spi.TransportLane("orders-relay-2", 2,
                 UUID.fromString("7d1c2b3a-0000-4000-8000-000000000001"), "db/billing.outbox_event", "x@h:2#1", false);
-        assertThat(other.transactionalId(otherOutbox)).isNotEqualTo(defaults.transactionalId(lane));
+        assertThat(new ProducerSettings(other).transactionalId(otherOutbox)).isNotEqualTo(new ProducerSettings(defaults).transactionalId(lane));
         KafkaTransportConfig explicit = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
                 true, KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.TRANSACTIONAL);
-        assertThat(explicit.transactionalId(lane)).isEqualTo("app-orders-relay-2");
-        assertThat(explicit.transactionalId(lane.forDeadLetters())).isEqualTo("app-orders-relay-2-dlt");
+        assertThat(new ProducerSettings(explicit).transactionalId(lane)).isEqualTo("app-orders-relay-2");
+        assertThat(new ProducerSettings(explicit).transactionalId(lane.forDeadLetters())).isEqualTo("app-orders-relay-2-dlt");
         assertThat(builder().build().toString()).contains("txoutbox-<installation id>-<lane index>");
         assertThat(builder().transactionalIdPrefix("txoutbox-").build().toString())
                 .doesNotContain("<installation id>");
@@ -136,10 +138,10 @@ class KafkaTransportConfigTest {
     void lanePropertiesCarryTheTransactionalIdPerLane() {
         KafkaTransportConfig config = KafkaTransportConfig.of(
                 Map.of("bootstrap.servers", "b:9092", "client.id", "orders"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
-        assertThat(config.producerProperties("7"))
+        assertThat(new ProducerSettings(config).producerProperties("7"))
                 .containsEntry("transactional.id", "app-7")
                 .containsEntry("client.id", "orders-7");
-        assertThat(config.adminProperties()).containsKey("bootstrap.servers").doesNotContainKey("acks");
+        assertThat(new ProducerSettings(config).adminProperties()).containsKey("bootstrap.servers").doesNotContainKey("acks");
     }
 
     @Test
@@ -173,11 +175,11 @@ class KafkaTransportConfigTest {
 
     @Test
     void secretMarkersMatchTheUsualKafkaSecretProperties() {
-        assertThat(KafkaTransportConfig.isSecret("sasl.jaas.config")).isTrue();
-        assertThat(KafkaTransportConfig.isSecret("ssl.keystore.key")).isTrue();
-        assertThat(KafkaTransportConfig.isSecret("SSL.TRUSTSTORE.PASSWORD")).isTrue();
-        assertThat(KafkaTransportConfig.isSecret("bootstrap.servers")).isFalse();
-        assertThat(KafkaTransportConfig.isSecret("linger.ms")).isFalse();
+        assertThat(ClientProperties.isSecret("sasl.jaas.config")).isTrue();
+        assertThat(ClientProperties.isSecret("ssl.keystore.key")).isTrue();
+        assertThat(ClientProperties.isSecret("SSL.TRUSTSTORE.PASSWORD")).isTrue();
+        assertThat(ClientProperties.isSecret("bootstrap.servers")).isFalse();
+        assertThat(ClientProperties.isSecret("linger.ms")).isFalse();
     }
 
     /** Every property Kafka itself types {@code PASSWORD}, for the producer, the consumer and the admin client. */

@@ -25,7 +25,7 @@ class LaneFailureTest {
         return KafkaTransport.builder().bootstrapServers("127.0.0.1:1").producerFactory(props -> {
             MockProducer<byte[], byte[]> p =
                     new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-            if (String.valueOf(props.get("transactional.id")).endsWith(TransactionalIds.SPARE_SUFFIX)) {
+            if (String.valueOf(props.get("transactional.id")).endsWith("-spare")) {
                 spareFences.add(p);
                 return p;
             }

@@ -1,4 +1,4 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

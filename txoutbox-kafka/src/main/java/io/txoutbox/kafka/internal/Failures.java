@@ -1,4 +1,4 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import io.txoutbox.spi.SendResult;
 import org.apache.kafka.common.InvalidRecordException;

@@ -1,4 +1,4 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import io.txoutbox.InvalidConfigurationException;
 import java.util.HashSet;
@@ -16,7 +16,7 @@ import java.util.Set;
  * {@link #capacity(long, long, long)}; a record whose partition does not fit waits for the next batch, with the rest
  * of its key. The first partition is always admitted, so every batch makes progress.
  */
-final class PartitionBudget {
+public final class PartitionBudget {
 
     private final long capacity;
     private final long batchSize;
@@ -28,9 +28,9 @@ final class PartitionBudget {
         this.batchSize = batchSize;
     }
 
-    static PartitionBudget of(KafkaTransportConfig config) {
-        return new PartitionBudget(capacity(config.bufferMemory(), config.batchSize(), config.maxRequestSize()),
-                config.batchSize());
+    static PartitionBudget of(ProducerSettings settings) {
+        return new PartitionBudget(capacity(settings.bufferMemory(), settings.batchSize(), settings.maxRequestSize()),
+                settings.batchSize());
     }
 
     /**
@@ -43,7 +43,7 @@ final class PartitionBudget {
     }
 
     /** Mode.IDEMPOTENT: buffer.memory must leave room for at least one record batch beside the margin. */
-    static void requireRoom(long bufferMemory, long batchSize, long maxRequestSize) {
+    public static void requireRoom(long bufferMemory, long batchSize, long maxRequestSize) {
         if (capacity(bufferMemory, batchSize, maxRequestSize) < batchSize) {
             throw new InvalidConfigurationException("Kafka property 'buffer.memory' must be at least "
                     + "batch.size + 2 x max(batch.size, max.request.size) in Mode.IDEMPOTENT ("

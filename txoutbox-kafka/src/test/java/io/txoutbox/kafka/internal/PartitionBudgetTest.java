@@ -1,10 +1,11 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.txoutbox.InvalidConfigurationException;
-import java.util.Map;
+import io.txoutbox.kafka.KafkaTransport;
+import io.txoutbox.kafka.KafkaTransportConfig;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -14,9 +15,9 @@ class PartitionBudgetTest {
 
     @Test
     void withTheIdempotentDefaultsABatchTakesThirtyPartitionsOfTheThirtyTwoBufferMemoryHolds() {
-        KafkaTransportConfig config = KafkaTransportConfig.of(Map.of("bootstrap.servers", "127.0.0.1:1"), "app-",
-                KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.IDEMPOTENT);
-        PartitionBudget budget = PartitionBudget.of(config);
+        KafkaTransportConfig config = KafkaTransport.builder().bootstrapServers("127.0.0.1:1")
+                .transactionalIdPrefix("app-").mode(KafkaTransport.Mode.IDEMPOTENT).config();
+        PartitionBudget budget = PartitionBudget.of(new ProducerSettings(config));
         long admitted = IntStream.range(0, 64).filter(p -> budget.admits("t-" + p, 300)).count();
         assertThat(admitted).isEqualTo(30);
         assertThat(budget.admits("t-3", 300)).as("a partition already in the batch").isTrue();

@@ -1,8 +1,10 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.txoutbox.internal.MessageRules;
+import io.txoutbox.kafka.KafkaHeaders;
+import io.txoutbox.kafka.TestRecords;
 import io.txoutbox.spi.OutboxRecord;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;

@@ -1,4 +1,4 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import java.time.Duration;
 import java.util.Map;
@@ -9,7 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Mode.TRANSACTIONAL: the lane's two transactional ids, its own ({@link KafkaTransportConfig#transactionalId}) and
+ * Mode.TRANSACTIONAL: the lane's two transactional ids, its own ({@link ProducerSettings#transactionalId}) and
  * that id + {@code "-spare"}.
  *
  * <p>A transaction that touched a partition which then failed cannot end until that partition heals: its abort
@@ -28,18 +28,18 @@ final class TransactionalIds {
 
     private final String lane;
     private final String transactionalId;
-    private final KafkaTransportConfig config;
+    private final ProducerSettings settings;
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory;
     private boolean spare;
     /** The id left behind blocked, or null. */
     private String blocked;
     private long lastFenceTry;
 
-    TransactionalIds(String lane, String transactionalId, KafkaTransportConfig config,
+    TransactionalIds(String lane, String transactionalId, ProducerSettings settings,
             Function<Map<String, Object>, Producer<byte[], byte[]>> producerFactory) {
         this.lane = lane;
         this.transactionalId = transactionalId;
-        this.config = config;
+        this.settings = settings;
         this.producerFactory = producerFactory;
     }
 
@@ -56,7 +56,7 @@ final class TransactionalIds {
     }
 
     private Map<String, Object> properties(String transactionalId) {
-        return new TreeMap<>(config.producerProperties(lane, transactionalId));
+        return new TreeMap<>(settings.producerProperties(lane, transactionalId));
     }
 
     /** The current id's transaction waits for a quarantined partition: the next producer uses the other id. */

@@ -1,5 +1,6 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
+import io.txoutbox.kafka.KafkaHeaders;
 import io.txoutbox.spi.OutboxRecord;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.txoutbox.kafka;
+package io.txoutbox.kafka.internal;
 
 import java.io.IOException;
 import java.io.InputStream;
