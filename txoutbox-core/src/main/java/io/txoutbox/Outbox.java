@@ -97,7 +97,8 @@ public interface Outbox {
         /**
          * Also {@code NOTIFY} the relay's channel in the writing transaction (delivered at commit), for relays in
          * other processes ({@link PollingRelay.Builder#listenNotify(boolean)}). Off by default: NOTIFY takes a
-         * cluster-wide lock through the commit and measured 0.42x commit throughput with 8 writers here.
+         * cluster-wide lock through the commit, which slows concurrent writers (figures: BENCHMARKS.md, "Figures
+         * moved out of the code and the docs").
          */
         public Builder notifyOnPublish(boolean notifyOnPublish) {
             this.notifyOnPublish = notifyOnPublish;

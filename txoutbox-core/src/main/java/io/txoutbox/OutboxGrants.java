@@ -12,7 +12,7 @@ import java.util.List;
  * OutboxGrants.sql(schema, OutboxGrants.Component.RELAY, "app_relay").forEach(System.out::println);
  * }</pre>
  *
- * <p>These are the statements the README lists, the ones the tests run each component with (and nothing more), and
+ * <p>These are the statements docs/operations.md lists, the ones the tests run each component with (and nothing more), and
  * the ones the relay, the inbox worker and the retention job check at start: a missing one fails the start with the
  * statement to run.
  */

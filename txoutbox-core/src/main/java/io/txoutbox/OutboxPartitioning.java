@@ -16,7 +16,7 @@ import java.time.temporal.TemporalAdjusters;
  *
  * <pre>{@code
  * OutboxSchema schema = OutboxSchema.builder().partitioned(OutboxPartitioning.daily()).build();
- * schema.migrate(dataSource);   // creates the table partitioned, or converts an existing one (see the README)
+ * schema.migrate(dataSource);   // creates the table partitioned, or converts an existing one (see docs/partitioning.md)
  * OutboxRetention.builder().dataSource(dataSource).schema(schema)
  *         .retention(Duration.ofDays(7)).build().start();   // creates partitions ahead, drops expired ones
  * }</pre>

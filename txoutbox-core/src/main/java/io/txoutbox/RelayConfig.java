@@ -29,9 +29,9 @@ public record RelayConfig(
         boolean logPartitionKeys) {
 
     public static final String DEFAULT_NAME = "relay";
-    /** Four lanes keep both the database and the broker busy: 0.40 of the raw producer vs 0.31 with two. */
+    /** Four lanes keep both the database and the broker busy (drain by lanes: BENCHMARKS.md, section 00). */
     public static final int DEFAULT_LANES = 4;
-    /** Large batches amortise the Kafka transaction per batch: measured 0.17 (500) vs 0.31 (2,000) of raw. */
+    /** Large batches amortise the Kafka transaction per batch (drain by batch size: BENCHMARKS.md, section 1). */
     public static final int DEFAULT_BATCH_SIZE = 2_000;
     /** A batch stops growing at this many payload bytes, so large events cannot exhaust memory. */
     public static final long DEFAULT_MAX_BATCH_BYTES = 16L * 1024 * 1024;

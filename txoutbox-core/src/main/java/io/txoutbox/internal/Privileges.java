@@ -18,7 +18,7 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 
 /**
- * The privileges each component needs, in one place: rendered as GRANT statements (the README's and the tests'), and
+ * The privileges each component needs, in one place: rendered as GRANT statements (docs/operations.md's and the tests'), and
  * checked for the session's role with {@code has_*_privilege} when a long-running component starts, so that a missing
  * one is named at once instead of failing every cycle.
  */

@@ -76,7 +76,7 @@ class KafkaSecurityIT {
         assertNoSecret(logs.text());
     }
 
-    // ---- client settings, as in the README -----------------------------------------------------------------------
+    // ---- client settings, as in docs/kafka.md ----------------------------------------------------------------
 
     /** TLS: the listener's CA in a truststore. */
     private static Map<String, Object> tls(String truststore) {

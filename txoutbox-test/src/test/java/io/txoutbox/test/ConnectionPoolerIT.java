@@ -162,7 +162,7 @@ class ConnectionPoolerIT {
         assertThat(health.status()).isEqualTo(OutboxHealth.Status.DOWN);
         assertThat(String.join("; ", health.reasons())).contains(CAUSE);
         // refused, not lost: a relay connected directly delivers every event, once the pooler's server connections
-        // are gone (a refused lane's lock can stay on the pooled backend that took it, README "Connection poolers")
+        // are gone (a refused lane's lock can stay on the pooled backend that took it, docs/operations.md "Connection poolers")
         a.close();
         b.close();
         proxy.close();

@@ -44,7 +44,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Every component logged in as a role that holds exactly the grants {@link OutboxGrants} gives it (the README's), and
+ * Every component logged in as a role that holds exactly the grants {@link OutboxGrants} gives it (those docs/operations.md lists), and
  * nothing more: the schema is migrated by a role that may only create schemas in the database, and EXECUTE on
  * txoutbox's functions is revoked from PUBLIC so that the function grants are needed too.
  */
@@ -326,8 +326,8 @@ class LeastPrivilegeIT {
     }
 
     @Test
-    void the_grants_of_each_role_are_what_the_readme_lists() throws Exception {
-        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+    void the_grants_of_each_role_are_what_the_operations_guide_lists() throws Exception {
+        String guide = java.nio.file.Files.readString(java.nio.file.Path.of("..", "docs", "operations.md"));
         OutboxSchema defaults = OutboxSchema.defaults();
         StringBuilder expected = new StringBuilder();
         for (Component c : Component.values()) {
@@ -336,6 +336,6 @@ class LeastPrivilegeIT {
                 expected.append(s).append(";\n");
             }
         }
-        assertThat(readme).contains(expected.toString());
+        assertThat(guide).contains(expected.toString());
     }
 }

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A relay whose role lacks a privilege: it must say which GRANT to add and stop, never loop. Reproduces the report of
- * issue 10: with {@code SELECT, UPDATE} on the table (the grants the README gave) the relay published nothing and
+ * issue 10: with {@code SELECT, UPDATE} on the table (the grants the README gave before issue 10) the relay published nothing and
  * looped on "permission denied for sequence".
  */
 @Tag("pg-version")

@@ -15,14 +15,15 @@ public final class RelayStatements {
 
     /**
      * A partitioned table: the mark transaction plans generically. The lanes plan every statement for its parameters
-     * (custom plans), and for an {@code id = ANY(2,000 ids)} over 22 partitions that planning alone took 6–23 ms, the
-     * execution 25–31 ms; with the cached generic plan 0.1 ms and 12.5 ms (EXPLAIN ANALYZE, PostgreSQL 15).
+     * (custom plans), and for an {@code id = ANY(…)} over many partitions that planning alone costs about as much as
+     * the execution; the cached generic plan costs almost none (BENCHMARKS.md, section 4c).
      */
     public static final String GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan";
 
     /**
      * Lane session: no JIT. The claim's per-row probe of the waiting index is costed per candidate (about 68,000 for
-     * 2,000 rows): past jit_above_cost JIT compilation alone took 60 ms of a 30 ms claim (PostgreSQL 15).
+     * a full batch): past jit_above_cost JIT compilation alone took longer than the claim (RELIABILITY.md, "Parked
+     * keys and the claim").
      */
     public static final String JIT_OFF = "SET jit = off";
 

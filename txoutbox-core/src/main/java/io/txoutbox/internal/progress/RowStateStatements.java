@@ -76,9 +76,10 @@ public final class RowStateStatements {
      * with a lower id), so the cost grows with the batch, not with the number of waiting keys, and no key is ever
      * beyond a limit. {@code OFFSET 0} keeps the probe a subplan per row: as an anti-join the planner may read the
      * whole waiting index for every claim (with statistics taken before a mass park: 200,000 parked heads, a
-     * materialized scan of them per candidate, 13.6 s for 100 rows on PostgreSQL 15). The probe runs also while
-     * nothing waits (two buffer hits on the empty index: 1.7 ms instead of 0.6 ms for a claim of 2,000 rows): a
-     * separate "does anything wait" read was planned by PostgreSQL 18 as a bitmap scan of every parked row.
+     * materialized scan of them per candidate: RELIABILITY.md, "Parked keys and the claim"). The probe runs also while
+     * nothing waits (two buffer hits on the empty index; figures: BENCHMARKS.md, "Figures moved out of the code and
+     * the docs"): a separate "does anything wait" read was planned by PostgreSQL 18 as a bitmap scan of every parked
+     * row.
      */
     private static String claim(String t, String ageSql) {
         return """

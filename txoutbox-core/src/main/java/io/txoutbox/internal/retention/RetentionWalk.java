@@ -226,8 +226,9 @@ final class RetentionWalk {
     /**
      * Summarizes the BRIN index's new page ranges once per run: an unsummarized range matches every id-range query,
      * so without this each batch would also read the whole tail of the table written since the last vacuum
-     * (measured: 11,500 pages instead of 256 for a 5,000-id range of a 500,000-row table). Needs the index's owner
-     * and waits for no autovacuum: when it cannot, the run goes on and autovacuum ({@code autosummarize}) does it.
+     * (many times the pages of the range: BENCHMARKS.md, "Figures moved out of the code and the docs"). Needs the
+     * index's owner and waits for no autovacuum: when it cannot, the run goes on and autovacuum
+     * ({@code autosummarize}) does it.
      */
     private void summarizeNewPages(Connection c) throws SQLException {
         try {
