@@ -1,5 +1,6 @@
 package io.txoutbox.internal.progress;
 
+import io.txoutbox.internal.Defects;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.pg.EventState;
@@ -44,6 +45,10 @@ final class RowStateProgress implements ProgressModel {
         List<OutboxRecord> batch = new ArrayList<>(r.limit());
         long claimedAtNanos;
         String claim = r.commitTimestamps() ? sql.claimWithCommitTime() : sql.claim();
+        if (Defects.active(Defects.Defect.PER_ROW_BACKOFF) || Defects.active(Defects.Defect.CLAIM_FORGETS_WAITING_KEY)) {
+            claim = sql.claimWithDefect(!Defects.active(Defects.Defect.CLAIM_FORGETS_WAITING_KEY),
+                    !Defects.active(Defects.Defect.PER_ROW_BACKOFF));
+        }
         try (PreparedStatement ps = c.prepareStatement(claim)) {
             Array lane = c.createArrayOf("integer", r.shards());
             ps.setLong(1, from);

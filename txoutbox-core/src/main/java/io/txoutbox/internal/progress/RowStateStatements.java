@@ -119,6 +119,23 @@ public final class RowStateStatements {
         return claimWithCommitTime;
     }
 
+    /**
+     * The claim with an injected defect ({@link io.txoutbox.internal.Defects}): {@code keepParked} false forgets
+     * parked keys in the exclusion, {@code keepBackoff} false lets a key's later events pass its backing-off row.
+     */
+    public String claimWithDefect(boolean keepParked, boolean keepBackoff) {
+        String full = claim;
+        String waitingRow = "(w.state = %s OR (w.state = %s AND w.next_attempt_at IS NOT NULL)) "
+                .formatted(PARKED.sql(), PENDING.sql()) + "AND (w.state = %s OR w.next_attempt_at > now())"
+                .formatted(PARKED.sql());
+        if (!full.contains(waitingRow)) {
+            throw new IllegalStateException("the claim no longer has the waiting-row predicate the defect replaces");
+        }
+        String replacement = keepParked ? "w.state = " + PARKED.sql()
+                : keepBackoff ? "w.state = %s AND w.next_attempt_at > now()".formatted(PENDING.sql()) : "false";
+        return full.replace(waitingRow, replacement);
+    }
+
     /** The mark: delivered rows published, only while still PENDING. Binds: the ids. */
     public String markPublished() {
         return markPublished;

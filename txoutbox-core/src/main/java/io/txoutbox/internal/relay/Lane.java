@@ -75,9 +75,17 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         void fencingConflict(OutboxException conflict);
     }
 
+    private final DataSource dataSource;
+
+    @Override
+    public DataSource dataSource() {
+        return dataSource;
+    }
+
     Lane(RelayConfig config, int index, DataSource dataSource, Transport transport, RelayStatements statements,
             ProgressModel progress, RelayCounters counters, RelayListener listener, Governor governor) {
         this.config = config;
+        this.dataSource = dataSource;
         this.index = index;
         this.laneId = config.name() + "-" + index;
         this.statements = statements;

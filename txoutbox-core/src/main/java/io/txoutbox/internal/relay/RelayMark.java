@@ -2,6 +2,7 @@ package io.txoutbox.internal.relay;
 
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.BackendCheck;
+import io.txoutbox.internal.Defects;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.TestHooks;
 import io.txoutbox.internal.lane.LeaseKeeper;
@@ -156,7 +157,10 @@ final class RelayMark {
         progress.markStarts(c);
         List<Long> published = plan.published;
         if (!published.isEmpty()) {
-            int marked = progress.delivered(c, published.toArray(new Long[0]), backendCheck);
+            Long[] ids = published.toArray(new Long[0]);
+            int marked = Defects.active(Defects.Defect.MARK_ON_NEW_CONNECTION)
+                    ? Defects.onNewConnection(host.dataSource(), other -> progress.delivered(other, ids, backendCheck))
+                    : progress.delivered(c, ids, backendCheck);
             if (marked != published.size()) {
                 log.warn("txoutbox-relay {}: marked {} of {} delivered rows; the others were changed by an "
                         + "operator meanwhile", laneId, marked, published.size());
