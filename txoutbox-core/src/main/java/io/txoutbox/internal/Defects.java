@@ -1,5 +1,6 @@
 package io.txoutbox.internal;
 
+import io.txoutbox.internal.pg.ReadCommitted;
 import java.sql.Connection;
 import java.sql.SQLException;
 import javax.sql.DataSource;
@@ -47,18 +48,12 @@ public final class Defects {
     }
 
     /** {@link Defect#MARK_ON_NEW_CONNECTION}: a session of its own for the mark, committed by the caller's work. */
-    public static <T> T onNewConnection(DataSource dataSource, Work<T> work) throws SQLException {
+    public static <T> T onNewConnection(DataSource dataSource, ReadCommitted.Work<T> work) throws SQLException {
         try (Connection other = dataSource.getConnection()) {
             other.setAutoCommit(false);
             T result = work.run(other);
             other.commit();
             return result;
         }
-    }
-
-    /** Work on a connection. */
-    @FunctionalInterface
-    public interface Work<T> {
-        T run(Connection c) throws SQLException;
     }
 }
