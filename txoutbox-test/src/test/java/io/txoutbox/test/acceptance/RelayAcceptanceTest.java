@@ -348,7 +348,8 @@ public abstract class RelayAcceptanceTest {
         List<UUID> ids = write(outbox, message("k1", "E1"), poison(builder("k1", "Poison")).build(),
                 message("k1", "E3"), message("k2", "E1"), message("k2", "E2"));
         OutboxAdmin admin = admin();
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1 && relay.stats().published() == 3);
+        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1 && relay.stats().published() >= 3);
+        assertThat(relay.stats().published()).as("published while k1 is parked: its first event and k2's").isEqualTo(3);
         OutboxAdmin.ParkedKey parked = admin.parkedKeys(10).get(0);
         assertThat(parked.key()).isEqualTo("k1");
         assertThat(parked.eventId()).isEqualTo(ids.get(1));
