@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  *   row and effects in one transaction; optional version check), all records of a poll in one database transaction
  *   with a savepoint per record. A transient failure pauses its partition and retries the record with backoff; a
  *   permanent failure, or the last attempt, sends the record to the dead-letter topic with the reason, the original
- *   topic/partition/offset and the exception class in headers ({@link DeadLetterHeaders}), and the partition moves
+ *   topic/partition/offset and the exception class in headers ({@code KafkaHeaders.DLT_*}), and the partition moves
  *   on.</li>
  * </ul>
  * Either way offsets are committed (synchronously) only after the database transaction committed, so a crash or a
