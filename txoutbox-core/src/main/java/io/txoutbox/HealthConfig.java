@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import java.time.Duration;
 
 /**
@@ -19,7 +20,7 @@ public record HealthConfig(OutboxSchema schema, Duration maxEventAge, Duration m
 
     /** Every setting of the health check ({@code txoutbox.health.*}). */
     public static final ConfigDescriptor<OutboxHealth.Builder, HealthConfig> DESCRIPTOR =
-            ConfigDescriptor.<OutboxHealth.Builder, HealthConfig>define("health")
+            DescriptorBuilder.<OutboxHealth.Builder, HealthConfig>define("health")
                     .add("maxEventAge", Duration.class, DEFAULT_MAX_EVENT_AGE, "", "DOWN when a topic's oldest "
                             + "pending event is older", OutboxHealth.Builder::maxEventAge, HealthConfig::maxEventAge)
                     .add("maxLoopStall", Duration.class, DEFAULT_MAX_LOOP_STALL, "", "DOWN when an owned lane has "

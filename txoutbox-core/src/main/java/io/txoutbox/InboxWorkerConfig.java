@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.config.Values;
 import java.time.Duration;
@@ -45,7 +46,7 @@ public record InboxWorkerConfig(
      * and the listener are builder calls only.
      */
     public static final ConfigDescriptor<InboxWorker.Builder, InboxWorkerConfig> DESCRIPTOR =
-            RetryDraft.addSettings(ConfigDescriptor.<InboxWorker.Builder, InboxWorkerConfig>define("inboxWorker")
+            RetryDraft.addSettings(DescriptorBuilder.<InboxWorker.Builder, InboxWorkerConfig>define("inboxWorker")
                     .add("consumer", String.class, null, "", "The consumer whose inbox rows this worker processes "
                             + "(required)", InboxWorker.Builder::consumer, InboxWorkerConfig::consumer)
                     .add("name", String.class, DEFAULT_NAME, "", "Names the worker in logs and thread names",

@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.config.Values;
 import io.txoutbox.spi.PayloadSerializer;
 
@@ -26,7 +27,7 @@ public record OutboxConfig(OutboxSchema schema, PayloadSerializer serializer, in
 
     /** Every setting of the writer ({@code txoutbox.outbox.*}); the schema is {@link OutboxSchema#DESCRIPTOR}'s. */
     public static final ConfigDescriptor<Outbox.Builder, OutboxConfig> DESCRIPTOR =
-            ConfigDescriptor.<Outbox.Builder, OutboxConfig>define("outbox")
+            DescriptorBuilder.<Outbox.Builder, OutboxConfig>define("outbox")
                     .add("maxPayloadBytes", Integer.class, DEFAULT_MAX_PAYLOAD_BYTES, "bytes", "Largest payload "
                             + "(UTF-8 for JSON); below " + Values.formatBytes(MAX_PAYLOAD_BYTES_LIMIT),
                             Outbox.Builder::maxPayloadBytes, OutboxConfig::maxPayloadBytes)

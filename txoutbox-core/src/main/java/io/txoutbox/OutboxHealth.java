@@ -27,7 +27,7 @@ import javax.sql.DataSource;
  *         .relay(relay)                              // optional: checks this instance's lanes for stalls
  *         .maxEventAge(Duration.ofMinutes(1))
  *         .build();
- * OutboxHealth.Result r = health.check();           // r.status(), r.reasons()
+ * OutboxHealth.Result r = health.check();           // r.isUp(), r.reasons()
  * }</pre>
  *
  * Each check runs two short statements ({@link OutboxStatus#backlog}); call it every few seconds at most. No
@@ -42,26 +42,27 @@ public final class OutboxHealth {
     @Deprecated(forRemoval = true)
     public static final Duration DEFAULT_MAX_LOOP_STALL = HealthConfig.DEFAULT_MAX_LOOP_STALL;
 
-    public enum Status { UP, DOWN }
-
     /**
-     * The outcome of one check.
+     * The outcome of one check: UP, or DOWN with the reasons.
      *
+     * @param up whether the outbox is healthy (UP)
      * @param backlog what the check read; null when the table could not be read
      */
-    public record Result(Status status, List<String> reasons, Instant checkedAt, OutboxStatus.Backlog backlog) {
+    public record Result(boolean up, List<String> reasons, Instant checkedAt, OutboxStatus.Backlog backlog) {
 
         public Result {
             reasons = List.copyOf(reasons);
         }
 
+        /** {@link #up()}. */
         public boolean isUp() {
-            return status == Status.UP;
+            return up;
         }
 
+        /** {@code UP}, or {@code DOWN [reason, ...]}. */
         @Override
         public String toString() {
-            return status + (reasons.isEmpty() ? "" : " " + reasons);
+            return (up ? "UP" : "DOWN") + (reasons.isEmpty() ? "" : " " + reasons);
         }
     }
 
@@ -134,7 +135,7 @@ public final class OutboxHealth {
                 }
             }
         }
-        return new Result(reasons.isEmpty() ? Status.UP : Status.DOWN, reasons, now, backlog);
+        return new Result(reasons.isEmpty(), reasons, now, backlog);
     }
 
     private static String seconds(Duration d) {

@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
@@ -41,7 +42,7 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
      * table, set it partitions the table, with {@code partitioning.ahead} (default per period) created ahead.
      */
     public static final ConfigDescriptor<Builder, OutboxSchema> DESCRIPTOR =
-            ConfigDescriptor.<Builder, OutboxSchema>define("schema")
+            DescriptorBuilder.<Builder, OutboxSchema>define("schema")
                     .add("schema", String.class, DEFAULT_SCHEMA, "", "PostgreSQL schema of the outbox and inbox "
                             + "tables", Builder::schema, OutboxSchema::schema)
                     .add("outboxTable", String.class, DEFAULT_OUTBOX_TABLE, "", "Name of the outbox table",

@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.internal.config.Values;
 import java.time.Duration;
@@ -51,7 +52,7 @@ public record RelayConfig(
 
     /** Every setting of the relay, as the starter, the CLI and the docs name them ({@code txoutbox.relay.*}). */
     public static final ConfigDescriptor<PollingRelay.Builder, RelayConfig> DESCRIPTOR =
-            RetryDraft.addSettings(ConfigDescriptor.<PollingRelay.Builder, RelayConfig>define("relay")
+            RetryDraft.addSettings(DescriptorBuilder.<PollingRelay.Builder, RelayConfig>define("relay")
                     .add("name", String.class, DEFAULT_NAME, "", "Names the relay group in logs, threads and the "
                             + "transport's lane ids; the same in every instance", PollingRelay.Builder::name,
                             RelayConfig::name)

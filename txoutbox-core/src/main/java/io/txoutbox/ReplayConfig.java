@@ -2,6 +2,7 @@ package io.txoutbox;
 
 import io.txoutbox.OutboxReplay.WhenUnpublished;
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import java.time.Duration;
 import java.time.Instant;
 
@@ -45,7 +46,7 @@ public record ReplayConfig(
 
     /** Every setting of a replay ({@code txoutbox.replay.*}). */
     public static final ConfigDescriptor<OutboxReplay.Builder, ReplayConfig> DESCRIPTOR =
-            ConfigDescriptor.<OutboxReplay.Builder, ReplayConfig>define("replay")
+            DescriptorBuilder.<OutboxReplay.Builder, ReplayConfig>define("replay")
                     .add("name", String.class, null, "", "The replay's name: its checkpoint, its transport lane and "
                             + "the replay header's value (required)", OutboxReplay.Builder::name, ReplayConfig::name)
                     .add("toTopic", String.class, null, "", "Send every record to this topic instead of its own",

@@ -1,6 +1,7 @@
 package io.txoutbox;
 
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.config.Values;
 import java.time.Duration;
 
@@ -32,7 +33,7 @@ public record RetentionConfig(
 
     /** Every setting of the retention job ({@code txoutbox.retention.*}). */
     public static final ConfigDescriptor<OutboxRetention.Builder, RetentionConfig> DESCRIPTOR =
-            ConfigDescriptor.<OutboxRetention.Builder, RetentionConfig>define("retention")
+            DescriptorBuilder.<OutboxRetention.Builder, RetentionConfig>define("retention")
                     .add("retention", Duration.class, DEFAULT_RETENTION, "", "How long published rows are kept",
                             OutboxRetention.Builder::retention, RetentionConfig::retention)
                     .add("batchSize", Integer.class, DEFAULT_BATCH_SIZE, "rows", "Ids per range, so at most this "

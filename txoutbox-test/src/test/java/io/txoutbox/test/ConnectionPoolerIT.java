@@ -159,7 +159,7 @@ class ConnectionPoolerIT {
         assertThat(a.stats().lanesOwned() + b.stats().lanesOwned()).isZero();
         OutboxHealth.Result health = OutboxHealth.builder().dataSource(db.dataSource()).schema(schema).relay(a)
                 .build().check();
-        assertThat(health.status()).isEqualTo(OutboxHealth.Status.DOWN);
+        assertThat(health.up()).isFalse();
         assertThat(String.join("; ", health.reasons())).contains(CAUSE);
         // refused, not lost: a relay connected directly delivers every event, once the pooler's server connections
         // are gone (a refused lane's lock can stay on the pooled backend that took it, docs/operations.md "Connection poolers")

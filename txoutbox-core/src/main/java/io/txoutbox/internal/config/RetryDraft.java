@@ -1,6 +1,5 @@
 package io.txoutbox.internal.config;
 
-import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.RetryPolicy;
 import java.time.Duration;
 import java.util.function.Function;
@@ -46,13 +45,13 @@ public final class RetryDraft {
      * Adds the {@code retry.*} settings (max-attempts, initial-backoff, max-backoff, multiplier, jitter) to a
      * component's descriptor: {@code draft} is its builder's draft, {@code policy} its record's policy.
      */
-    public static <B, C> ConfigDescriptor.Definition<B, C> addSettings(ConfigDescriptor.Definition<B, C> d,
+    public static <B, C> DescriptorBuilder<B, C> addSettings(DescriptorBuilder<B, C> d,
             Function<B, RetryDraft> draft, Function<C, RetryPolicy> policy) {
         return addSettings(d, RetryPolicy.defaults(), draft, policy);
     }
 
-    /** {@link #addSettings(ConfigDescriptor.Definition, Function, Function)} for a component with other defaults. */
-    public static <B, C> ConfigDescriptor.Definition<B, C> addSettings(ConfigDescriptor.Definition<B, C> d,
+    /** {@link #addSettings(DescriptorBuilder, Function, Function)} for a component with other defaults. */
+    public static <B, C> DescriptorBuilder<B, C> addSettings(DescriptorBuilder<B, C> d,
             RetryPolicy defaults, Function<B, RetryDraft> draft, Function<C, RetryPolicy> policy) {
         return d.add("retry.maxAttempts", Integer.class, defaults.maxAttempts(), "", "Failed attempts "
                         + "of one event before the failure policy applies",

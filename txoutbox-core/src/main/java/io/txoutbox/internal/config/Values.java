@@ -155,4 +155,18 @@ public final class Values {
         }
         return Long.toString(bytes);
     }
+
+    /** A value in its text form: durations and sizes ({@code unit} {@code "bytes"}) as above, enums by name. */
+    public static String text(Object v, String unit) {
+        if (v instanceof Duration d) {
+            return format(d);
+        }
+        if (v instanceof Number n && (v instanceof Long || v instanceof Integer) && "bytes".equals(unit)) {
+            return formatBytes(n.longValue());
+        }
+        if (v instanceof Enum<?> e) {
+            return e.name();
+        }
+        return String.valueOf(v);
+    }
 }

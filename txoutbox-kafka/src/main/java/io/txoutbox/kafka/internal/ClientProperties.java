@@ -1,7 +1,7 @@
 package io.txoutbox.kafka.internal;
 
-import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
+import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.kafka.KafkaInboxConsumer;
 import io.txoutbox.kafka.KafkaTransport;
 import java.util.List;
@@ -65,7 +65,7 @@ public final class ClientProperties {
      * client properties: {@code property} sets one on the builder, {@code text} reads one from the record. The
      * passwords and the JAAS configuration are secrets: never logged.
      */
-    public static <B, C> ConfigDescriptor.Definition<B, C> addSecuritySettings(ConfigDescriptor.Definition<B, C> d,
+    public static <B, C> DescriptorBuilder<B, C> addSecuritySettings(DescriptorBuilder<B, C> d,
             Setter<B> property, BiFunction<C, String, String> text) {
         return d.add("securityProtocol", String.class, null, "",
                         "Kafka's security.protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",

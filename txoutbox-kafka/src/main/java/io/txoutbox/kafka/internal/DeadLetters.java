@@ -1,6 +1,6 @@
 package io.txoutbox.kafka.internal;
 
-import io.txoutbox.kafka.DeadLetterHeaders;
+import io.txoutbox.kafka.KafkaHeaders;
 import io.txoutbox.kafka.KafkaInboxConsumer;
 import io.txoutbox.kafka.KafkaInboxConsumerConfig;
 import java.nio.charset.StandardCharsets;
@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The inbox consumer's dead-letter sender: records that cannot be stored or handled go to the dead-letter topic with
  * the reason, the original topic/partition/offset, the attempts and the exception class in headers
- * ({@link DeadLetterHeaders}); the send waits for the broker's acknowledgements, so a failure reads the batch again.
+ * ({@code KafkaHeaders.DLT_*}); the send waits for the broker's acknowledgements, so a failure reads the batch again.
  * Made and closed on the loop thread.
  */
 final class DeadLetters implements AutoCloseable {
@@ -59,13 +59,13 @@ final class DeadLetters implements AutoCloseable {
                     headers.add(h);
                 }
             }
-            headers.add(DeadLetterHeaders.REASON, utf8(truncate(String.valueOf(x.cause.getMessage()))));
-            headers.add(DeadLetterHeaders.EXCEPTION, utf8(x.cause.getClass().getName()));
-            headers.add(DeadLetterHeaders.ORIGINAL_TOPIC, utf8(r.topic()));
-            headers.add(DeadLetterHeaders.ORIGINAL_PARTITION, utf8(Integer.toString(r.partition())));
-            headers.add(DeadLetterHeaders.ORIGINAL_OFFSET, utf8(Long.toString(r.offset())));
-            headers.add(DeadLetterHeaders.ATTEMPTS, utf8(Integer.toString(x.attempts)));
-            headers.add(DeadLetterHeaders.CONSUMER, utf8(config.consumer()));
+            headers.add(KafkaHeaders.DLT_REASON, utf8(truncate(String.valueOf(x.cause.getMessage()))));
+            headers.add(KafkaHeaders.DLT_EXCEPTION, utf8(x.cause.getClass().getName()));
+            headers.add(KafkaHeaders.DLT_ORIGINAL_TOPIC, utf8(r.topic()));
+            headers.add(KafkaHeaders.DLT_ORIGINAL_PARTITION, utf8(Integer.toString(r.partition())));
+            headers.add(KafkaHeaders.DLT_ORIGINAL_OFFSET, utf8(Long.toString(r.offset())));
+            headers.add(KafkaHeaders.DLT_ATTEMPTS, utf8(Integer.toString(x.attempts)));
+            headers.add(KafkaHeaders.DLT_CONSUMER, utf8(config.consumer()));
             acks.add(producer.send(new ProducerRecord<>(config.deadLetterTopic(), null, r.key(), r.value(), headers)));
         }
         producer.flush();

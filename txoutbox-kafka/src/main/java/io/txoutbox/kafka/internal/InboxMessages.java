@@ -4,7 +4,6 @@ import io.txoutbox.InboxEvent;
 import io.txoutbox.InboxMessage;
 import io.txoutbox.OutboxException;
 import io.txoutbox.internal.inbox.InboxBytes;
-import io.txoutbox.kafka.EventIds;
 import io.txoutbox.kafka.KafkaHeaders;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -52,7 +51,7 @@ final class InboxMessages {
         try {
             eventId = Objects.requireNonNull(eventIds.apply(r));
         } catch (RuntimeException e) {
-            eventId = EventIds.fromCoordinates(r);
+            eventId = RecordEventIds.fromCoordinates(r);
         }
         Map<String, byte[]> headerBytes = headerBytes(r);
         return message(eventId, r, headerBytes, InboxBytes.textHeaders(headerBytes), null);

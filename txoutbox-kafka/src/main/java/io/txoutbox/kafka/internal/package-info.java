@@ -9,7 +9,7 @@
  * {@code ConnectionTrouble} serve them; {@code ProducerSettings} derives what they need from the config record.
  *
  * <p>Consumer side ({@code KafkaInboxConsumer}): {@code ConsumerLoop} polls and commits; its {@code ConsumerMode}
- * is {@code StoreMode} or {@code HandleMode}; {@code InboxMessages} maps records, {@code DeadLetters} sends the
- * rejected ones to the dead-letter topic.
+ * is {@code StoreMode} or {@code HandleMode}; {@code InboxMessages} maps records (their event ids from
+ * {@code RecordEventIds}), {@code DeadLetters} sends the rejected ones to the dead-letter topic.
  */
 package io.txoutbox.kafka.internal;
