@@ -294,7 +294,8 @@ class LeastPrivilegeIT {
         InboxWorker worker = InboxWorker.builder().dataSource(noUpdate).schema(schema).consumer("lp-short")
                 .defaultHandler((c, e) -> { }).build();
         assertThatThrownBy(worker::start).isInstanceOf(OutboxException.class)
-                .hasMessageContaining("GRANT UPDATE (state, processed_at, next_attempt_at, attempts, last_error) ON"
+                .hasMessageContaining("GRANT UPDATE (state, processed_at, next_attempt_at, attempts, last_error,"
+                        + " failed_at) ON"
                         + " TABLE \"" + schema.schema() + "\".inbox_event");
         worker.close();
         DataSource noSequence = db.loginRole("retention_short", r -> {
