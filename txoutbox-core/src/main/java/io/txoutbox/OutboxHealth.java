@@ -115,11 +115,11 @@ public final class OutboxHealth {
             }
             if (lastParked >= 0 && backlog.parkedKeys() > lastParked) {
                 reasons.add("parked keys grew from " + lastParked + " to " + backlog.parkedKeys()
-                        + " since the last check: see OutboxAdmin.parkedKeys()");
+                        + " since the last check: see OutboxAdmin.list(EventFilter.parked(), 0, 100)");
             }
             if (lastDead >= 0 && backlog.deadEvents() > lastDead) {
                 reasons.add("dead events grew from " + lastDead + " to " + backlog.deadEvents()
-                        + " since the last check: see OutboxAdmin.deadEvents()");
+                        + " since the last check: see OutboxAdmin.list(EventFilter.dead(), 0, 100)");
             }
             lastParked = backlog.parkedKeys();
             lastDead = backlog.deadEvents();

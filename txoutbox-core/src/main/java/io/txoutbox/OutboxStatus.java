@@ -26,12 +26,12 @@ import javax.sql.DataSource;
  * the age of its oldest pending event, from its {@code created_at} (the start of the writing transaction).
  *
  * @param backlog pending events per topic, parked keys and dead events
- * @param lanes   the relay lanes owned now, across all instances ({@link OutboxAdmin#laneOwners()})
+ * @param lanes   the relay lanes owned now, across all instances ({@link #lanes(DataSource, OutboxSchema)})
  * @param shards     pending events and event age per shard, only shards that have some, by shard
  * @param partitions the partitions of a time-partitioned outbox in range order, the default one last; empty for a
  *                   plain table
  */
-public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, List<ShardStatus> shards,
+public record OutboxStatus(Backlog backlog, List<LaneOwner> lanes, List<ShardStatus> shards,
         List<PartitionStatus> partitions) {
 
     public OutboxStatus {
@@ -39,6 +39,15 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
         lanes = List.copyOf(lanes);
         shards = List.copyOf(shards);
         partitions = List.copyOf(partitions);
+    }
+
+    /**
+     * One lane of the relays working this outbox, as PostgreSQL sees it: the instance holding its lock (empty when
+     * nobody does), since when that session exists, and its last statement (claims and heartbeats: at least every
+     * third of the lease while it owns the lane). Both times are null when the reading role may not see the relay's
+     * sessions (PostgreSQL shows them to members of the relay's role and of {@code pg_read_all_stats}).
+     */
+    public record LaneOwner(int lane, String instanceId, Instant since, Instant lastActivity) {
     }
 
     /**
@@ -109,7 +118,24 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
         List<ShardStatus> shards = shards(dataSource, schema);
         List<PartitionStatus> partitions = schema.isPartitioned() ? new StatusSql(schema).partitions(dataSource)
                 : List.of();
-        return new OutboxStatus(backlog, OutboxAdmin.create(dataSource, schema).laneOwners(), shards, partitions);
+        return new OutboxStatus(backlog, lanes(dataSource, schema), shards, partitions);
+    }
+
+    /** Reads only the lanes owned now, across all relay instances of this outbox (one statement), by lane. */
+    public static List<LaneOwner> lanes(DataSource dataSource, OutboxSchema schema) {
+        Objects.requireNonNull(dataSource, "dataSource");
+        Checks.schema("status", schema);
+        return new StatusSql(schema).lanes(dataSource);
+    }
+
+    /**
+     * Reads only the number of pending events, including those held back behind parked keys (one statement over the
+     * pending index): for a drain check; gauges sample {@link #backlog}.
+     */
+    public static long pendingCount(DataSource dataSource, OutboxSchema schema) {
+        Objects.requireNonNull(dataSource, "dataSource");
+        Checks.schema("status", schema);
+        return new StatusSql(schema).pendingCount(dataSource);
     }
 
     /** Reads only the backlog (two statements): for gauges and health checks sampled every few seconds. */
@@ -146,7 +172,7 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
         return backlog.deadEvents();
     }
 
-    /** Pending events per shard, only shards that have some ({@link OutboxAdmin#pendingByShard()}). */
+    /** Pending events per shard, only shards that have some. */
     public Map<Integer, Long> pendingByShard() {
         Map<Integer, Long> out = new TreeMap<>();
         for (ShardStatus s : shards) {
@@ -158,7 +184,7 @@ public record OutboxStatus(Backlog backlog, List<OutboxAdmin.LaneOwner> lanes, L
     /** The relay instances that own lanes now, each with its lanes in order. */
     public Map<String, List<Integer>> instances() {
         Map<String, List<Integer>> out = new TreeMap<>();
-        for (OutboxAdmin.LaneOwner owner : lanes) {
+        for (LaneOwner owner : lanes) {
             out.computeIfAbsent(owner.instanceId(), k -> new ArrayList<>()).add(owner.lane());
         }
         out.replaceAll((k, v) -> List.copyOf(v));

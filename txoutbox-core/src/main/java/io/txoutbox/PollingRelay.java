@@ -269,7 +269,7 @@ public interface PollingRelay extends AutoCloseable {
          * Write partition keys into log lines (default off: keys are often personal data, such as a customer id or an
          * e-mail address). Off, a line shows the key's tag instead ({@code #} and 8 hex digits, the same for a key
          * throughout one process, not reversible); the event id in the line leads to the key through
-         * {@link OutboxAdmin#event}.
+         * {@link OutboxAdmin#show}.
          */
         public Builder logPartitionKeys(boolean logPartitionKeys) {
             this.logPartitionKeys = logPartitionKeys;

@@ -64,14 +64,15 @@ class InboxBinaryKeyOrderIT {
                         textOrder.add(e.eventId());
                     }
                 }).build().start()) {
-            await().atMost(AWAIT).until(() -> textOrder.size() == 5 && !admin.parkedKeys("c", 10).isEmpty());
+            await().atMost(AWAIT).until(() -> textOrder.size() == 5
+                    && !admin.list(EventFilter.parked().consumer("c"), 0, 10).isEmpty());
             assertThat(textOrder).as("the text key is not held back by the parked binary key").isEqualTo(textIds);
             assertThat(binaryOrder).isEmpty();
-            InboxAdmin.ParkedKey parked = admin.parkedKeys("c", 10).get(0);
+            FailedEvent parked = admin.list(EventFilter.parked().consumer("c"), 0, 10).get(0);
             assertThat(parked.key()).isEqualTo("\\x002a");
             assertThat(parked.waiting()).isEqualTo(4);
             failHead.set(false);
-            assertThat(admin.retryNow("c", binaryIds.get(0))).isTrue();
+            assertThat(admin.requeue("c", binaryIds.get(0), null)).isTrue();
             worker.nudge();
             await().atMost(AWAIT).until(() -> binaryOrder.size() == 5);
             assertThat(binaryOrder).as("in order after the release").isEqualTo(binaryIds);

@@ -185,10 +185,10 @@ class InboxWorkerIT {
         try (InboxWorker worker = InboxWorker.builder().dataSource(postgres.database().dataSource()).schema(schema)
                 .consumer(consumer).pollInterval(Duration.ofMillis(20)).retry(FAST).handler("Seq", handler).build()
                 .start()) {
-            await().atMost(AWAIT).until(() -> admin.parkedKeys(consumer, 10).size() == 1);
+            await().atMost(AWAIT).until(() -> admin.list(EventFilter.parked().consumer(consumer), 0, 10).size() == 1);
             await().atMost(AWAIT).until(() -> postgres.database().queryLong("SELECT count(*) FROM effect WHERE"
                     + " consumer = '" + consumer + "' AND k = 'good'") == 5);
-            InboxAdmin.ParkedKey parked = admin.parkedKeys(consumer, 10).get(0);
+            FailedEvent parked = admin.list(EventFilter.parked().consumer(consumer), 0, 10).get(0);
             assertThat(parked.eventId()).isEqualTo(poison);
             assertThat(parked.key()).isEqualTo("bad");
             assertThat(parked.attempts()).isEqualTo(3);
@@ -200,7 +200,7 @@ class InboxWorkerIT {
             assertThat(worker.stats().parked()).isEqualTo(1);
 
             healed.set(true);
-            assertThat(admin.retryNow(consumer, poison)).isTrue();
+            assertThat(admin.requeue(consumer, poison, null)).isTrue();
             worker.nudge();
             await().atMost(AWAIT).until(() -> effects(consumer) == 10);
         }
@@ -222,7 +222,7 @@ class InboxWorkerIT {
                         .handler("Seq", (c, e) -> {
                             throw new IllegalStateException("downstream says no");
                         }).build().start()) {
-            await().atMost(AWAIT).until(() -> admin.parkedKeys(consumer, 10).size() == 1);
+            await().atMost(AWAIT).until(() -> admin.list(EventFilter.parked().consumer(consumer), 0, 10).size() == 1);
             String log = err.text();
             assertThat(log).contains(poison.eventId() + " (key ")
                     .contains(poison.eventId() + " failed 3 times; key ");
@@ -275,12 +275,12 @@ class InboxWorkerIT {
             await().atMost(AWAIT).until(() -> effects(consumer) == 3);
             assertThat(worker.stats().dead()).isEqualTo(1);
         }
-        List<InboxAdmin.DeadEvent> dead = admin.deadEvents(consumer, 10);
+        List<FailedEvent> dead = admin.list(EventFilter.dead().consumer(consumer), 0, 10);
         assertThat(dead).hasSize(1);
         assertThat(dead.get(0).eventId()).isEqualTo(poison);
         assertThat(dead.get(0).attempts()).as("permanent: one attempt").isEqualTo(1);
         assertThat(dead.get(0).lastError()).contains("malformed payload");
-        assertThat(admin.parkedKeys(consumer, 10)).isEmpty();
+        assertThat(admin.list(EventFilter.parked().consumer(consumer), 0, 10)).isEmpty();
         assertThat(violations).isEmpty();
     }
 
@@ -305,14 +305,16 @@ class InboxWorkerIT {
                         throw new IllegalStateException("fails after writing");
                     }
                 }).build().start()) {
-            await().atMost(AWAIT).until(() -> admin.parkedKeys(consumer, 10).size() == 1
+            await().atMost(AWAIT).until(() -> admin.list(EventFilter.parked().consumer(consumer), 0, 10).size() == 1
                     && effects(consumer) == 1);
         }
         assertThat(calls.get()).isEqualTo(2);
-        assertThat(admin.parkedKeys(consumer, 10).get(0).eventId()).isEqualTo(unknown);
-        assertThat(admin.parkedKeys(consumer, 10).get(0).lastError()).contains("no handler for event type 'Other'");
-        assertThat(admin.skip(consumer, unknown)).isTrue();
-        assertThat(admin.deadEvents(consumer, 10)).extracting(InboxAdmin.DeadEvent::eventId).containsExactly(unknown);
+        assertThat(admin.list(EventFilter.parked().consumer(consumer), 0, 10).get(0).eventId()).isEqualTo(unknown);
+        assertThat(admin.list(EventFilter.parked().consumer(consumer), 0, 10).get(0).lastError())
+                .contains("no handler for event type 'Other'");
+        assertThat(admin.skip(consumer, unknown, null)).isTrue();
+        assertThat(admin.list(EventFilter.dead().consumer(consumer), 0, 10))
+                .extracting(FailedEvent::eventId).containsExactly(unknown);
     }
 
     @Test

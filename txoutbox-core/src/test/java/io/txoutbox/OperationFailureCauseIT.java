@@ -37,12 +37,13 @@ class OperationFailureCauseIT {
 
     @Test
     void outbox_admin_reports_the_failure_of_its_work_not_of_its_rollback() {
-        assertReportsTheKilledSession(ds -> OutboxAdmin.create(ds, schema).pendingByShard());
+        assertReportsTheKilledSession(ds -> OutboxAdmin.create(ds, schema).list(EventFilter.dead(), 0, 10));
     }
 
     @Test
     void inbox_admin_reports_the_failure_of_its_work_not_of_its_rollback() {
-        assertReportsTheKilledSession(ds -> InboxAdmin.create(ds, schema).parkedKeys("orders", 10));
+        assertReportsTheKilledSession(ds -> InboxAdmin.create(ds, schema)
+                .list(EventFilter.parked().consumer("orders"), 0, 10));
     }
 
     @Test

@@ -3,9 +3,6 @@ package io.txoutbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.txoutbox.OutboxAdmin.EventFilter;
-import io.txoutbox.OutboxAdmin.FailedEvent;
-import io.txoutbox.OutboxAdmin.FailedState;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.nio.charset.StandardCharsets;
@@ -19,7 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Dead-letter and parked-key admin against a real PostgreSQL; rows' states are written with SQL (no relay). */
+/** The outbox's operator verbs against a real PostgreSQL; rows' states are written with SQL (no relay). */
 class OutboxAdminIT {
 
     @RegisterExtension
@@ -65,6 +62,10 @@ class OutboxAdminIT {
         }
     }
 
+    private long pending() {
+        return OutboxStatus.pendingCount(db.dataSource(), schema);
+    }
+
     private static List<UUID> ids(List<FailedEvent> events) {
         return events.stream().map(FailedEvent::eventId).toList();
     }
@@ -78,27 +79,27 @@ class OutboxAdminIT {
         row("PENDING", "orders", "OrderCreated", "k4", "1 hour", null);
         row("PUBLISHED", "orders", "OrderCreated", "k5", "1 hour", null);
 
-        assertThat(ids(admin.failedEvents(EventFilter.dead(), 0, 100))).containsExactly(d1, d2, d3);
-        assertThat(ids(admin.failedEvents(EventFilter.parked(), 0, 100))).containsExactly(p1);
-        assertThat(ids(admin.failedEvents(EventFilter.deadOrParked().topic("orders"), 0, 100)))
+        assertThat(ids(admin.list(EventFilter.dead(), 0, 100))).containsExactly(d1, d2, d3);
+        assertThat(ids(admin.list(EventFilter.parked(), 0, 100))).containsExactly(p1);
+        assertThat(ids(admin.list(EventFilter.deadOrParked().topic("orders"), 0, 100)))
                 .containsExactly(d1, d2, p1);
-        assertThat(ids(admin.failedEvents(EventFilter.dead().eventType("OrderCreated"), 0, 100)))
+        assertThat(ids(admin.list(EventFilter.dead().eventType("OrderCreated"), 0, 100)))
                 .containsExactly(d1, d3);
-        assertThat(ids(admin.failedEvents(EventFilter.dead().key("k1").topic("payments"), 0, 100)))
+        assertThat(ids(admin.list(EventFilter.dead().key("k1").topic("payments"), 0, 100)))
                 .containsExactly(d3);
         Instant dayAgo = dbNow.minus(Duration.ofDays(1));
-        assertThat(ids(admin.failedEvents(EventFilter.dead().createdBefore(dayAgo), 0, 100))).containsExactly(d1);
-        assertThat(ids(admin.failedEvents(EventFilter.dead().createdFrom(dayAgo), 0, 100)))
+        assertThat(ids(admin.list(EventFilter.dead().createdBefore(dayAgo), 0, 100))).containsExactly(d1);
+        assertThat(ids(admin.list(EventFilter.dead().createdFrom(dayAgo), 0, 100)))
                 .containsExactly(d2, d3);
-        assertThat(ids(admin.failedEvents(EventFilter.dead().failedFrom(dbNow.minus(Duration.ofMinutes(20))), 0,
+        assertThat(ids(admin.list(EventFilter.dead().failedFrom(dbNow.minus(Duration.ofMinutes(20))), 0,
                 100))).containsExactly(d3);
-        assertThat(ids(admin.failedEvents(EventFilter.dead().failedFrom(dayAgo)
+        assertThat(ids(admin.list(EventFilter.dead().failedFrom(dayAgo)
                 .failedBefore(dbNow.minus(Duration.ofMinutes(20))), 0, 100))).containsExactly(d2);
 
         // keyset pages: no gap, no overlap
-        List<FailedEvent> page1 = admin.failedEvents(EventFilter.deadOrParked(), 0, 2);
-        List<FailedEvent> page2 = admin.failedEvents(EventFilter.deadOrParked(), page1.get(1).id(), 2);
-        List<FailedEvent> page3 = admin.failedEvents(EventFilter.deadOrParked(), page2.get(1).id(), 2);
+        List<FailedEvent> page1 = admin.list(EventFilter.deadOrParked(), 0, 2);
+        List<FailedEvent> page2 = admin.list(EventFilter.deadOrParked(), page1.get(1).id(), 2);
+        List<FailedEvent> page3 = admin.list(EventFilter.deadOrParked(), page2.get(1).id(), 2);
         assertThat(ids(page1)).containsExactly(d1, d2);
         assertThat(ids(page2)).containsExactly(d3, p1);
         assertThat(page3).isEmpty();
@@ -108,22 +109,40 @@ class OutboxAdminIT {
         assertThat(first.attempts()).isEqualTo(3);
         assertThat(first.failedAt()).isNotNull();
         assertThat(first.operatorAction()).isNull();
+        assertThat(first.consumer()).isNull();
+        assertThat(first.waiting()).as("not a parked head").isZero();
+    }
+
+    @Test
+    void a_parked_head_lists_the_events_of_its_key_that_wait_behind_it() {
+        UUID head = row("PARKED", "orders", "E", "k1", "1 hour", "1 minute");
+        row("PENDING", "orders", "E", "k1", "1 hour", null);
+        row("PENDING", "orders", "E", "k1", "1 hour", null);
+        row("PENDING", "orders", "E", "k2", "1 hour", null);
+        row("PUBLISHED", "orders", "E", "k1", "1 hour", null);
+        UUID alone = row("PARKED", "orders", "E", "k3", "1 hour", "1 minute");
+        assertThat(admin.list(EventFilter.parked(), 0, 10)).extracting(FailedEvent::eventId, FailedEvent::waiting)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(head, 2L),
+                        org.assertj.core.groups.Tuple.tuple(alone, 0L));
     }
 
     @Test
     void show_gives_the_metadata_and_the_payload_only_when_asked() {
         UUID d = row("DEAD", "orders", "OrderCreated", "k1", "1 hour", "1 minute");
-        OutboxAdmin.EventDetails meta = admin.event(d, false).orElseThrow();
+        EventDetails meta = admin.show(d, false).orElseThrow();
         assertThat(meta.eventId()).isEqualTo(d);
         assertThat(meta.state()).isEqualTo("DEAD");
         assertThat(meta.topic()).isEqualTo("orders");
         assertThat(meta.key()).isEqualTo("k1");
         assertThat(meta.lastError()).isEqualTo("boom");
         assertThat(meta.headersJson()).isEqualTo("{}");
+        assertThat(meta.consumer()).as("the outbox has no consumers").isNull();
+        assertThat(meta.failedAt()).isNotNull();
+        assertThat(meta.completedAt()).as("never published").isNull();
         assertThat(meta.payload()).isNull();
-        byte[] payload = admin.event(d, true).orElseThrow().payload();
+        byte[] payload = admin.show(d, true).orElseThrow().payload();
         assertThat(new String(payload, StandardCharsets.UTF_8)).isEqualTo("{\"secret\": 1}");
-        assertThat(admin.event(UUID.randomUUID(), true)).isEmpty();
+        assertThat(admin.show(UUID.randomUUID(), true)).isEmpty();
     }
 
     @Test
@@ -150,11 +169,11 @@ class OutboxAdminIT {
         assertThat(col(published, "state")).isEqualTo("PUBLISHED");
         assertThat(col(published, "operator_action")).isNull();
         assertThat(col(discarded, "state")).isEqualTo("DISCARDED");
-        assertThat(admin.pendingCount()).isEqualTo(2);
+        assertThat(pending()).isEqualTo(2);
     }
 
     @Test
-    void discard_is_final_out_of_the_pending_view_and_not_requeued_by_all_dead() {
+    void discard_is_final_out_of_the_pending_view_and_not_requeued_with_the_dead() {
         UUID parked = row("PARKED", "orders", "E", "k1", "1 hour", "1 minute");
         UUID dead = row("DEAD", "orders", "E", "k2", "1 hour", "1 minute");
         UUID pending = row("PENDING", "orders", "E", "k3", "1 hour", null);
@@ -164,13 +183,13 @@ class OutboxAdminIT {
         assertThat(col(parked, "state")).isEqualTo("DISCARDED");
         assertThat(col(parked, "operator_action")).isEqualTo("DISCARDED");
         assertThat(col(parked, "operator_name")).isEqualTo("carol");
-        assertThat(admin.pendingCount()).isEqualTo(1);
-        assertThat(admin.parkedKeys(10)).isEmpty();
+        assertThat(pending()).isEqualTo(1);
+        assertThat(admin.list(EventFilter.parked(), 0, 10)).isEmpty();
 
-        assertThat(admin.requeueAllDead("carol")).isEqualTo(1);
+        assertThat(admin.requeue(EventFilter.dead(), "carol")).isEqualTo(1);
         assertThat(col(dead, "state")).isEqualTo("PENDING");
         assertThat(col(parked, "state")).isEqualTo("DISCARDED");
-        assertThat(ids(admin.failedEvents(EventFilter.of(EnumSet.of(FailedState.DISCARDED)), 0, 10)))
+        assertThat(ids(admin.list(EventFilter.of(EnumSet.of(FailedState.DISCARDED)), 0, 10)))
                 .containsExactly(parked);
     }
 
@@ -190,19 +209,19 @@ class OutboxAdminIT {
         assertThat(admin.discard(EventFilter.deadOrParked(), "erin")).isEqualTo(1251);
         assertThat(db.queryLong("SELECT count(*) FROM " + t + " WHERE state = 'DISCARDED'"
                 + " AND operator_name = 'erin'")).isEqualTo(1251);
-        assertThat(admin.pendingCount()).isEqualTo(1250);
+        assertThat(pending()).isEqualTo(1250);
     }
 
     @Test
-    void skip_and_retry_now_keep_their_behaviour_and_are_audited_under_the_database_user() {
+    void skip_and_requeue_without_an_operator_are_audited_under_the_database_user() {
         UUID parked = row("PARKED", "orders", "E", "k1", "1 hour", "1 minute");
-        assertThat(admin.skip(parked)).isTrue();
+        assertThat(admin.skip(parked, null)).isTrue();
         assertThat(col(parked, "state")).isEqualTo("DEAD");
         assertThat(col(parked, "last_error")).contains("skipped by an operator");
         assertThat(col(parked, "operator_action")).isEqualTo("SKIPPED");
         assertThat(col(parked, "operator_name")).isEqualTo(currentUser());
-        assertThat(admin.skip(parked)).as("only a parked event is skipped").isFalse();
-        assertThat(admin.retryNow(parked)).isTrue();
+        assertThat(admin.skip(parked, null)).as("only a parked event is skipped").isFalse();
+        assertThat(admin.requeue(parked, null)).isTrue();
         assertThat(col(parked, "state")).isEqualTo("PENDING");
         assertThat(col(parked, "operator_action")).isEqualTo("REQUEUED");
     }
@@ -219,7 +238,7 @@ class OutboxAdminIT {
     @Test
     void an_outbox_table_without_the_v3_columns_gets_an_error_that_says_to_migrate() {
         db.execute("ALTER TABLE " + t + " DROP COLUMN operator_action");
-        assertThatThrownBy(() -> admin.failedEvents(EventFilter.dead(), 0, 10)).isInstanceOf(OutboxException.class)
+        assertThatThrownBy(() -> admin.list(EventFilter.dead(), 0, 10)).isInstanceOf(OutboxException.class)
                 .hasMessageContaining("operator_action").hasMessageContaining("run OutboxSchema.migrate");
     }
 
@@ -229,7 +248,14 @@ class OutboxAdminIT {
         assertThatThrownBy(() -> admin.requeue(dead, " ")).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("operator must name who makes the change");
         assertThatThrownBy(() -> admin.discard(dead, "a\nb")).hasMessageContaining("operator must name");
-        assertThatThrownBy(() -> admin.failedEvents(EventFilter.dead(), 0, 0)).hasMessageContaining("limit");
+        assertThatThrownBy(() -> admin.list(EventFilter.dead(), 0, 0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("limit must be between 1 and 10000, was 0");
+        assertThatThrownBy(() -> admin.list(EventFilter.dead(), 0, 10_001)).hasMessageContaining("was 10001");
+        assertThatThrownBy(() -> admin.list(EventFilter.dead().consumer("billing"), 0, 10))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("applies to inbox events only").hasMessageContaining("use InboxAdmin");
+        assertThatThrownBy(() -> admin.requeue(EventFilter.dead().consumer("billing"), "x"))
+                .hasMessageContaining("drop consumer(...)");
         assertThatThrownBy(() -> admin.requeue(EventFilter.of(EnumSet.of(FailedState.DISCARDED)), "x"))
                 .hasMessageContaining("applies to PARKED or DEAD events");
         assertThatThrownBy(() -> EventFilter.of(EnumSet.noneOf(FailedState.class)))

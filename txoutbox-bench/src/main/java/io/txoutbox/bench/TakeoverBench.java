@@ -1,6 +1,6 @@
 package io.txoutbox.bench;
 
-import io.txoutbox.OutboxAdmin;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.testing.process.JvmProcess;
 import java.time.Duration;
@@ -87,9 +87,8 @@ final class TakeoverBench implements Callable<Integer> {
                 log.info("takeover: SIGKILLed relay-a (pid {})", a.pid());
                 b.awaitLine("RELAY-LANES " + lanes, Duration.ofSeconds(60));
                 double takeoverSeconds = (System.nanoTime() - killedAt) / 1e9;
-                OutboxAdmin admin = OutboxAdmin.create(env.dataSource(), run.schema());
-                int owners = (int) admin.laneOwners().stream().map(OutboxAdmin.LaneOwner::instanceId).distinct()
-                        .count();
+                int owners = (int) OutboxStatus.lanes(env.dataSource(), run.schema()).stream()
+                        .map(OutboxStatus.LaneOwner::instanceId).distinct().count();
                 run.finish(Duration.ofSeconds(120));
                 Stats.Table t = new Stats.Table("phase", "seconds", "achieved events/s", "undelivered", "p50 ms",
                         "p90 ms", "p99 ms", "max ms");

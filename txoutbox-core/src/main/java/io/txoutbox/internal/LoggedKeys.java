@@ -14,7 +14,7 @@ import javax.crypto.spec.SecretKeySpec;
  * gets the same tag in every line of one process, so the lines of a key can still be followed; a plain hash would
  * not do, because a key taken from a small set (numbers, known addresses) is found again by hashing candidates, and
  * the secret never leaves the process. The event id in the same line leads an operator to the key itself
- * ({@code OutboxAdmin.event}, {@code InboxAdmin}).
+ * ({@code OutboxAdmin.show}, {@code InboxAdmin}).
  */
 public final class LoggedKeys {
 

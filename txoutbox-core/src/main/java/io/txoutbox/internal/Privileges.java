@@ -139,7 +139,8 @@ public final class Privileges {
                 g.add(columns(outbox, "UPDATE", "state", "attempts", "next_attempt_at", "last_error",
                         "operator_action", "operator_name", "operator_at"));
                 g.add(table(inbox, "SELECT"));
-                g.add(columns(inbox, "UPDATE", "state", "attempts", "next_attempt_at", "last_error"));
+                g.add(columns(inbox, "UPDATE", "state", "attempts", "next_attempt_at", "last_error",
+                        "operator_action", "operator_name", "operator_at"));
                 g.add(shard);
             }
             case REPLAY -> {
@@ -156,7 +157,8 @@ public final class Privileges {
             case INBOX_WORKER -> {
                 g.add(usage);
                 g.add(table(inbox, "SELECT"));
-                g.add(columns(inbox, "UPDATE", "state", "processed_at", "next_attempt_at", "attempts", "last_error"));
+                g.add(columns(inbox, "UPDATE", "state", "processed_at", "next_attempt_at", "attempts", "last_error",
+                        "failed_at"));
                 g.add(shard);
             }
             case DEDUPE -> {

@@ -2,9 +2,11 @@ package io.txoutbox.internal;
 
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.OutboxException;
+import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.StatusStatements;
 import io.txoutbox.internal.progress.ProgressModels;
@@ -48,6 +50,39 @@ public final class StatusSql {
         return read(dataSource, "the pending events per shard", this::shards);
     }
 
+    /** The relay lanes owned now, by lane. */
+    public List<OutboxStatus.LaneOwner> lanes(DataSource dataSource) {
+        return read(dataSource, "the lane owners", this::lanes);
+    }
+
+    /** The pending events. */
+    public long pendingCount(DataSource dataSource) {
+        return read(dataSource, "the pending count", c -> Jdbc.queryLong(c, statements.pendingCount()).orElseThrow());
+    }
+
+    private List<OutboxStatus.LaneOwner> lanes(Connection c) throws SQLException {
+        List<OutboxStatus.LaneOwner> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(statements.laneOwners())) {
+            Jdbc.bind(ps, statements.laneOwnerBinds());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    // application_name: "txoutbox-relay <lane id> <instance id>"
+                    String app = rs.getString(2);
+                    String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
+                    // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
+                    // pg_read_all_stats) sees their application_name but not their times
+                    out.add(new OutboxStatus.LaneOwner(rs.getInt(1), instance, instant(rs.getTimestamp(3)),
+                            instant(rs.getTimestamp(4))));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static Instant instant(java.sql.Timestamp ts) {
+        return ts == null ? null : ts.toInstant();
+    }
+
     /** The partitions of a time-partitioned outbox (estimated rows; the default partition's counted). */
     public List<OutboxStatus.PartitionStatus> partitions(DataSource dataSource) {
         return read(dataSource, "the partitions", this::partitions);
@@ -85,7 +120,8 @@ public final class StatusSql {
             });
         } catch (SQLException e) {
             throw new OutboxException("reading " + what + " of " + schema + " failed: " + e.getMessage()
-                    + " (SQLState " + e.getSQLState() + ")", e, PgErrors.isRetriable(e));
+                    + " (SQLState " + e.getSQLState() + ")" + Privileges.hint(e, OutboxGrants.Component.ADMIN), e,
+                    PgErrors.isRetriable(e));
         }
     }
 

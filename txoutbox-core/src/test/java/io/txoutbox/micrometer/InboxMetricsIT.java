@@ -289,7 +289,7 @@ class InboxMetricsIT {
         await().atMost(WAIT).until(() -> Double.isNaN(pending.value()) && Double.isNaN(dead.value()));
         broken.set(false);
 
-        assertThat(admin.skip(consumer, poison.eventId())).isTrue(); // dead; the key moves on
+        assertThat(admin.skip(consumer, poison.eventId(), "test")).isTrue(); // dead; the key moves on
         await().atMost(WAIT).until(() -> pending.value() == 0.0 && age.value() == 0.0 && parked.value() == 0.0
                 && dead.value() == 1.0);
         assertThatThrownBy(() -> binder.bindTo(registry)).hasMessageContaining("bound already");

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
-import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.spi.RelayListener;
@@ -105,7 +105,7 @@ class FencingIdentityIT {
         }
 
         long pending() {
-            return OutboxAdmin.create(db.dataSource(), schema).pendingCount();
+            return OutboxStatus.pendingCount(db.dataSource(), schema);
         }
     }
 

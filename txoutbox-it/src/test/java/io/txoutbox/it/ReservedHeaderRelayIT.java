@@ -3,6 +3,7 @@ package io.txoutbox.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxSchema;
@@ -112,8 +113,9 @@ class ReservedHeaderRelayIT {
         startRelay();
         OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
         // every key ends published or parked (before the fix: all 50 parked at their first row)
-        await().atMost(WAIT).until(() -> relay.stats().published() + admin.parkedKeys(100).size() >= 50);
-        assertThat(admin.parkedKeys(100)).as("parked keys").isEmpty();
+        await().atMost(WAIT).until(() -> relay.stats().published()
+                + admin.list(EventFilter.parked(), 0, 100).size() >= 50);
+        assertThat(admin.list(EventFilter.parked(), 0, 100)).as("parked keys").isEmpty();
         assertThat(refused).as("INSERTs refused with 23514 naming the header").hasSize(50);
         assertThat(relay.stats().published()).isEqualTo(50);
         assertThat(relay.stats().parked()).isZero();
@@ -137,12 +139,13 @@ class ReservedHeaderRelayIT {
         }
         startRelay();
         OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
-        await().atMost(WAIT).until(() -> relay.stats().published() == 10 && admin.parkedKeys(10).size() == 1);
-        assertThat(admin.parkedKeys(10).get(0).key()).isEqualTo("legacy");
-        assertThat(admin.parkedKeys(10).get(0).lastError()).contains("event_id");
+        await().atMost(WAIT).until(() -> relay.stats().published() == 10
+                && admin.list(EventFilter.parked(), 0, 10).size() == 1);
+        assertThat(admin.list(EventFilter.parked(), 0, 10).get(0).key()).isEqualTo("legacy");
+        assertThat(admin.list(EventFilter.parked(), 0, 10).get(0).lastError()).contains("event_id");
         assertThat(relay.stats().loopErrors()).isZero();
 
-        UUID legacy = admin.parkedKeys(10).get(0).eventId();
+        UUID legacy = admin.list(EventFilter.parked(), 0, 10).get(0).eventId();
         assertThat(admin.discard(legacy, "ops")).isTrue();
         await().atMost(WAIT).until(() -> relay.stats().published() == 20);
         schema.migrate(db.dataSource());

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
-import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
@@ -197,7 +197,7 @@ class LaneSessionInvariantsIT {
                 assertThat(r.lastError()).as("last_error").isNull();
             });
             transport.release(1);
-            await().atMost(WAIT).until(() -> OutboxAdmin.create(db.dataSource(), schema).pendingCount() == 0);
+            await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(db.dataSource(), schema) == 0);
             assertThat(rows(schema).values()).allSatisfy(r -> {
                 assertThat(r.state()).isEqualTo("PUBLISHED");
                 assertThat(r.attempts()).as("attempts: the zombie recorded no failure").isZero();
@@ -246,7 +246,7 @@ class LaneSessionInvariantsIT {
         Thread.sleep(5_000); // five send timeouts
         assertThat(sizes).as("sends while the first is unresolved").hasSize(1);
         first.complete(List.of(SendResult.delivered(), SendResult.delivered()));
-        await().atMost(WAIT).until(() -> OutboxAdmin.create(db.dataSource(), schema).pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(db.dataSource(), schema) == 0);
         assertThat(sizes.size()).as("sends after it completed").isGreaterThan(1);
         assertThat(maxInFlight.get()).as("sends in flight at once").isEqualTo(1);
         assertThat(deliveries(ids)).allSatisfy((id, n) -> assertThat(n).isEqualTo(1));
@@ -307,7 +307,7 @@ class LaneSessionInvariantsIT {
 
         // the lanes' identities for the transport (the Kafka transactional.id is built from them)
         List<UUID> ids = write(schema, "a", "b", "c", "d", "e", "f", "g", "h");
-        await().atMost(WAIT).until(() -> OutboxAdmin.create(db.dataSource(), schema).pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(db.dataSource(), schema) == 0);
         UUID installation;
         try (Connection c = db.connect(); PreparedStatement ps = c.prepareStatement("SELECT id FROM "
                 + GOLDEN_SCHEMA + ".outbox_event_installation"); ResultSet rs = ps.executeQuery()) {

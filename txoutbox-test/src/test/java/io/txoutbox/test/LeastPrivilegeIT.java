@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Inbox;
 import io.txoutbox.InboxAdmin;
@@ -140,8 +141,8 @@ class LeastPrivilegeIT {
             transport.awaitDelivered(r -> r.topic().equals("e2e"), 1_001, WAIT);
             assertThat(transport.delivered("e2e").stream().map(OutboxRecord::eventId).distinct())
                     .hasSize(1_001).containsAll(ids);
-            await().atMost(WAIT).until(() -> OutboxAdmin.create(admin, schema).pendingCount() == 0);
-            assertThat(OutboxAdmin.create(admin, schema).laneOwners()).hasSize(2)
+            await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(admin, schema) == 0);
+            assertThat(OutboxStatus.lanes(admin, schema)).hasSize(2)
                     .allSatisfy(l -> assertThat(l.instanceId()).isEqualTo(relay.instanceId()));
             assertThat(relay.stats().loopErrors()).isZero();
         }
@@ -166,14 +167,14 @@ class LeastPrivilegeIT {
                 .transport(transport).lanes(1).pollInterval(Duration.ofMillis(20))
                 .failurePolicy(FailurePolicy.PARK_KEY).build().start()) {
             OutboxAdmin a = OutboxAdmin.create(admin, schema);
-            await().atMost(WAIT).until(() -> a.parkedKeys(10).size() == 1);
-            assertThat(a.parkedKeys(10).get(0).eventId()).isEqualTo(poison);
+            await().atMost(WAIT).until(() -> a.list(EventFilter.parked(), 0, 10).size() == 1);
+            assertThat(a.list(EventFilter.parked(), 0, 10).get(0).eventId()).isEqualTo(poison);
             assertThat(OutboxStatus.snapshot(admin, schema).backlog().parkedKeys()).isEqualTo(1);
             assertThat(OutboxHealth.builder().dataSource(admin).schema(schema).relay(relay).build().check()
                     .backlog()).isNotNull();
             assertThat(a.requeue(poison, "ops")).isTrue();
             transport.awaitDelivered(poison, WAIT);
-            await().atMost(WAIT).until(() -> a.pendingCount() == 0);
+            await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(admin, schema) == 0);
         }
         assertThat(count("event_id = '" + poison + "' AND state = 'PUBLISHED' AND operator_name = 'ops'"))
                 .isEqualTo(1);
@@ -240,10 +241,19 @@ class LeastPrivilegeIT {
                     handled.add(e.eventId());
                 }).build().start()) {
             InboxAdmin admin = InboxAdmin.create(role(Component.ADMIN), schema);
-            await().atMost(WAIT).until(() -> admin.parkedKeys("lp", 10).size() == 1);
-            assertThat(admin.retryNow("lp", poison)).isTrue();
+            await().atMost(WAIT).until(() -> admin.list(EventFilter.parked().consumer("lp"), 0, 10).size() == 1);
+            assertThat(admin.list(EventFilter.parked().consumer("lp"), 0, 10).get(0).failedAt())
+                    .as("set by the worker's role").isNotNull();
+            assertThat(admin.requeue("lp", poison, "ops")).isTrue();
             worker.nudge();
-            await().atMost(WAIT).until(() -> admin.pendingCount("lp") == 0 && admin.parkedKeys("lp", 10).isEmpty());
+            await().atMost(WAIT).until(() -> admin.pendingCount("lp") == 0
+                    && admin.list(EventFilter.parked().consumer("lp"), 0, 10).isEmpty());
+            assertThat(admin.show("lp", poison, false).orElseThrow()).satisfies(e -> {
+                assertThat(e.state()).isEqualTo("PROCESSED");
+                assertThat(e.operatorAction()).isEqualTo("REQUEUED");
+                assertThat(e.operatorName()).isEqualTo("ops");
+                assertThat(e.completedAt()).isNotNull();
+            });
             assertThat(worker.stats().loopErrors()).isZero();
         }
         assertThat(handled).hasSize(200);
@@ -294,7 +304,8 @@ class LeastPrivilegeIT {
         InboxWorker worker = InboxWorker.builder().dataSource(noUpdate).schema(schema).consumer("lp-short")
                 .defaultHandler((c, e) -> { }).build();
         assertThatThrownBy(worker::start).isInstanceOf(OutboxException.class)
-                .hasMessageContaining("GRANT UPDATE (state, processed_at, next_attempt_at, attempts, last_error) ON"
+                .hasMessageContaining("GRANT UPDATE (state, processed_at, next_attempt_at, attempts, last_error,"
+                        + " failed_at) ON"
                         + " TABLE \"" + schema.schema() + "\".inbox_event");
         worker.close();
         DataSource noSequence = db.loginRole("retention_short", r -> {
@@ -321,7 +332,11 @@ class LeastPrivilegeIT {
                 .hasMessageContaining("grant it what OutboxGrants.sql(schema, WRITER, role) lists");
         DataSource noAdmin = db.loginRole("admin_short", r -> List.of("GRANT USAGE ON SCHEMA " + schema.schema()
                 + " TO " + r));
-        assertThatThrownBy(() -> OutboxAdmin.create(noAdmin, schema).pendingCount())
+        assertThatThrownBy(() -> OutboxAdmin.create(noAdmin, schema).list(EventFilter.dead(), 0, 10))
+                .hasMessageContaining("grant it what OutboxGrants.sql(schema, ADMIN, role) lists");
+        assertThatThrownBy(() -> InboxAdmin.create(noAdmin, schema).discard("lp", UUID.randomUUID(), "ops"))
+                .hasMessageContaining("grant it what OutboxGrants.sql(schema, ADMIN, role) lists");
+        assertThatThrownBy(() -> OutboxStatus.pendingCount(noAdmin, schema))
                 .hasMessageContaining("grant it what OutboxGrants.sql(schema, ADMIN, role) lists");
     }
 

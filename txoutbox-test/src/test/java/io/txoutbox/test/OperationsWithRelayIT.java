@@ -6,10 +6,11 @@ import static org.awaitility.Awaitility.await;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxAdmin;
-import io.txoutbox.OutboxAdmin.EventFilter;
+import io.txoutbox.EventFilter;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxRetention;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
@@ -67,6 +68,10 @@ class OperationsWithRelayIT {
         transport = new InMemoryTransport();
         admin = OutboxAdmin.create(db.dataSource(), schema);
         threads = Executors.newCachedThreadPool();
+    }
+
+    private long pending() {
+        return OutboxStatus.pendingCount(db.dataSource(), schema);
     }
 
     @AfterEach
@@ -148,7 +153,7 @@ class OperationsWithRelayIT {
         }
         transport.failWhen(r -> r.eventType().equals("Bad"), SendResult.Kind.PERMANENT);
         UUID bad = write(outbox, event("b", "Bad")).get(0);
-        await().atMost(WAIT).until(() -> admin.failedEvents(EventFilter.dead(), 0, 100).size() == 6);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.dead(), 0, 100).size() == 6);
         assertThat(poison).allSatisfy(id -> assertThat(deliveries(id)).isZero());
 
         AtomicBoolean stop = new AtomicBoolean();
@@ -165,7 +170,7 @@ class OperationsWithRelayIT {
         writing.get();
         UUID sentinel = write(outbox, event("s", "Sentinel")).get(0);
         transport.awaitDelivered(sentinel, WAIT);
-        await().atMost(WAIT).until(() -> admin.pendingCount() == 0);
+        await().atMost(WAIT).until(() -> pending() == 0);
 
         assertThat(poison).allSatisfy(id -> assertThat(deliveries(id)).isEqualTo(1));
         assertThat(column(poison.get(0), "operator_name")).isEqualTo("alice");
@@ -185,22 +190,22 @@ class OperationsWithRelayIT {
         InMemoryTransport.Rule poisonFails = transport.failWhen(r -> r.eventType().equals("Poison"),
                 SendResult.Kind.PERMANENT);
         List<UUID> ids = write(outbox, event("k1", "E1"), event("k1", "Poison"), event("k1", "E3"));
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
-        assertThat(admin.pendingCount()).isEqualTo(1);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1);
+        assertThat(pending()).isEqualTo(1);
         // from now on the poison would go through if anything sent it
         poisonFails.remove();
         assertThat(admin.discard(ids.get(1), "carol")).isTrue();
         transport.awaitDelivered(ids.get(2), WAIT);
         UUID sentinel = write(outbox, event("k1", "E4")).get(0);
         transport.awaitDelivered(sentinel, WAIT);
-        await().atMost(WAIT).until(() -> admin.pendingCount() == 0);
+        await().atMost(WAIT).until(() -> pending() == 0);
 
         assertThat(deliveries(ids.get(1))).isZero();
         DeliveredEvents.of(transport.delivered()).assertNoDuplicates().assertKeyOrder("k1", "E1", "E3", "E4");
         assertThat(column(ids.get(1), "state")).isEqualTo("DISCARDED");
         assertThat(column(ids.get(1), "operator_name")).isEqualTo("carol");
-        assertThat(admin.parkedKeys(10)).isEmpty();
-        assertThat(admin.requeueAllDead("carol")).isZero();
+        assertThat(admin.list(EventFilter.parked(), 0, 10)).isEmpty();
+        assertThat(admin.requeue(EventFilter.dead(), "carol")).isZero();
         assertThat(admin.requeue(ids.get(1), "carol")).as("discarded is final").isFalse();
     }
 
@@ -217,7 +222,7 @@ class OperationsWithRelayIT {
             }
             write(outbox, batch.toArray(new OutboxMessage[0]));
         }
-        await().atMost(WAIT).until(() -> admin.pendingCount() == 0);
+        await().atMost(WAIT).until(() -> pending() == 0);
         // old rows in the other states (their keys are of their own, so the relay leaves them alone)
         db.execute("INSERT INTO " + table + " (topic, partition_key, aggregate_type, aggregate_id, event_type, state,"
                 + " created_at, published_at) SELECT 'orders', 'x-' || g, 'Order', g::text, 'E',"
@@ -288,7 +293,7 @@ class OperationsWithRelayIT {
         sampler.get();
         stop.set(true);
         writing.get();
-        await().atMost(WAIT).until(() -> admin.pendingCount() == 0);
+        await().atMost(WAIT).until(() -> pending() == 0);
 
         assertThat(result.deleted()).isEqualTo(2_000);
         assertThat(result.largestBatch()).isLessThanOrEqualTo(100);

@@ -3,6 +3,7 @@ package io.txoutbox.test;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxAdmin;
@@ -139,7 +140,7 @@ class ParkedKeysClaimIT {
         OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
         List<UUID> k1 = write(outbox, event("k1", "Poison"), event("k1", "E2"));
         List<UUID> k2 = write(outbox, event("k2", "Poison"), event("k2", "E2"));
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 2);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 2);
         k1.addAll(write(outbox, event("k1", "E3")));
         k2.addAll(write(outbox, event("k2", "E3")));
         // healthy traffic for well past a few settlement checks: a floor that no parked key pins passes them all

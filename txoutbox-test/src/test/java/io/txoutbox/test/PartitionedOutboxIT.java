@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
+import io.txoutbox.FailedEvent;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.InvalidMessageException;
 import io.txoutbox.Outbox;
@@ -221,8 +223,8 @@ class PartitionedOutboxIT {
                 assertThat(p.dropped()).contains(day(first.plus(3, ChronoUnit.DAYS)));
                 assertThat(p.rowsMoved()).isEqualTo(1);
                 assertThat(partitionOf(s, poison)).isEqualTo(table + "_default");
-                assertThat(admin.failedEvents(OutboxAdmin.EventFilter.dead(), 0, 10))
-                        .extracting(OutboxAdmin.FailedEvent::eventId).containsExactly(poison);
+                assertThat(admin.list(EventFilter.dead(), 0, 10))
+                        .extracting(FailedEvent::eventId).containsExactly(poison);
                 poisonRule.remove();
                 assertThat(admin.requeue(poison, "test")).isTrue();
                 transport.awaitDelivered(poison, WAIT);
@@ -250,7 +252,7 @@ class PartitionedOutboxIT {
             if (d == 3) {
                 poison = v7(dayStart.plus(Duration.ofHours(2)));
                 write(outbox, event("poison", poison));
-                await().atMost(WAIT).until(() -> admin.failedEvents(OutboxAdmin.EventFilter.dead(), 0, 10).size() == 1);
+                await().atMost(WAIT).until(() -> admin.list(EventFilter.dead(), 0, 10).size() == 1);
             }
             for (UUID id : today) {
                 assertThat(partitionOf(s, id)).as("event at %s", UuidTime.of(id)).isEqualTo(day(dayStart));

@@ -3,6 +3,7 @@ package io.txoutbox.test;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxAdmin;
@@ -205,10 +206,10 @@ class PollingRelayInMemoryIT extends RelayAcceptanceTest {
                 message("k2", "E1"));
         start(relay().lanes(1));
         OutboxAdmin admin = admin();
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1);
         transport.awaitDelivered(ids.get(0), WAIT);
         transport.awaitDelivered(ids.get(3), WAIT);
-        assertThat(admin.parkedKeys(10).get(0).eventId()).isEqualTo(ids.get(1));
+        assertThat(admin.list(EventFilter.parked(), 0, 10).get(0).eventId()).isEqualTo(ids.get(1));
         assertThat(transport.delivered()).extracting(OutboxRecord::eventId).doesNotContain(ids.get(2));
     }
 

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
-import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
@@ -135,8 +135,8 @@ class RelayHeartbeatIT {
             }
         }
         long sampleEnd = System.currentTimeMillis();
-        await().atMost(Duration.ofSeconds(30)).until(() -> OutboxAdmin.create(db.dataSource(), schema)
-                .pendingCount() == 0);
+        await().atMost(Duration.ofSeconds(30)).until(() -> OutboxStatus.pendingCount(db.dataSource(), schema)
+                == 0);
         List<Long> points = new ArrayList<>();
         points.add(Math.max(sampleStart, starts.isEmpty() ? sampleStart : starts.get(0)));
         for (long s : starts) {

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.FailurePolicy;
-import io.txoutbox.OutboxAdmin;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
@@ -119,7 +119,7 @@ class RelayLeaseWaitsIT {
     }
 
     private long pending() {
-        return OutboxAdmin.create(db.dataSource(), schema).pendingCount();
+        return OutboxStatus.pendingCount(db.dataSource(), schema);
     }
 
     /** How often each event reached the topic (0: never). */

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.txoutbox.EventFilter;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxAdmin;
@@ -251,7 +252,7 @@ class RelayMetricsIT {
         transport.failWhen(r -> r.eventType().equals("Poison"), SendResult.Kind.PERMANENT);
         write(db, outbox, event("orders", "k1", "Poison"));
         OutboxAdmin admin = OutboxAdmin.create(db.dataSource(), schema);
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1);
         OutboxHealth.Result grew = health.check();
         assertThat(grew.isUp()).isFalse();
         assertThat(grew.reasons()).singleElement().asString().contains("parked keys grew from 0 to 1");
@@ -307,7 +308,7 @@ class RelayMetricsIT {
         assertThat(status.backlog().topics()).allSatisfy(ts -> assertThat(ts.oldestPendingAge())
                 .isGreaterThanOrEqualTo(Duration.ZERO));
         assertThat(status.pendingByShard().values().stream().mapToLong(Long::longValue).sum()).isEqualTo(3);
-        assertThat(status.lanes()).extracting(OutboxAdmin.LaneOwner::lane).containsExactly(0, 1);
+        assertThat(status.lanes()).extracting(OutboxStatus.LaneOwner::lane).containsExactly(0, 1);
         assertThat(status.instances()).containsExactly(Map.entry(relay.instanceId(), List.of(0, 1)));
         assertThat(status.toText()).contains("pending: 3").contains("topic orders: 2 pending")
                 .contains("topic payments: 1 pending").contains("parked keys: 1").contains("dead events: 2")

@@ -1,8 +1,8 @@
 package io.txoutbox.example;
 
 import io.txoutbox.Outbox;
-import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.testing.history.Delivery;
@@ -147,12 +147,11 @@ public final class OrderServiceDemo {
             });
         }
         writers.shutdown();
-        OutboxAdmin admin = OutboxAdmin.create(ds, schema);
         long deadline = Long.MAX_VALUE;
         while (true) {
             boolean writersDone = writers.awaitTermination(1, TimeUnit.SECONDS);
             long delivered = distinct(deliveries);
-            say("written=%d delivered=%d pending=%d", written.size(), delivered, admin.pendingCount());
+            say("written=%d delivered=%d pending=%d", written.size(), delivered, OutboxStatus.pendingCount(ds, schema));
             if (writersDone && deadline == Long.MAX_VALUE) {
                 deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             }

@@ -1,18 +1,23 @@
 package io.txoutbox.internal.pg;
 
+import io.txoutbox.EventFilter;
+import io.txoutbox.FailedState;
+import io.txoutbox.internal.pg.OperatorStatements.Bound;
+import io.txoutbox.internal.pg.OperatorStatements.Change;
+import java.util.List;
+import java.util.Set;
 
 /**
- * The statements of the inbox's operations ({@code DefaultInboxAdmin}): listings, retry and skip, counts, purge.
- * The schema name is validated and quoted; values are bind parameters; states are quoted literals
- * ({@link InboxState}), which the partial indexes need.
+ * The statements of the inbox's operations ({@code DefaultInboxAdmin}): lists, one event, the audited changes
+ * (requeue, discard, skip), counts, purge. The schema name is validated and quoted; values are bind parameters;
+ * states are quoted literals ({@link InboxState}), which the partial indexes need.
  */
 public final class InboxAdminStatements {
 
     private final String schemaName;
-    private final String parkedKeys;
-    private final String deadEvents;
-    private final String retryNow;
-    private final String skip;
+    private final String inbox;
+    private final String failedEventColumns;
+    private final String show;
     private final String pendingCount;
     private final String backlogPending;
     private final String backlogFailed;
@@ -23,40 +28,32 @@ public final class InboxAdminStatements {
         this.schemaName = schema;
         String s = Identifiers.quote(schema);
         String inbox = s + ".inbox_event";
+        this.inbox = inbox;
         String processed = s + ".processed_event";
         String pending = InboxState.PENDING.sql();
         String parked = InboxState.PARKED.sql();
         String dead = InboxState.DEAD.sql();
 
-        // A consumer's parked keys, oldest first, each with the number of its events waiting behind it.
-        this.parkedKeys = """
-                SELECT p.partition_key, p.event_id, p.event_type, p.attempts, p.last_error, p.received_at,
-                 (SELECT count(*) FROM %1$s w WHERE w.consumer = p.consumer AND w.state = %2$s
-                 AND w.partition_key = p.partition_key AND w.id > p.id) FROM %1$s p
-                 WHERE p.consumer = ? AND p.state = %3$s ORDER BY p.id LIMIT ?"""
-                .formatted(inbox, pending, parked);
+        // The columns of a FailedEvent; waiting: the pending events of a parked head's key behind it.
+        this.failedEventColumns = """
+                p.id, p.event_id, p.consumer, p.state, p.partition_key, p.source_topic, p.event_type, p.attempts,
+                 p.last_error, p.received_at, p.failed_at, CASE WHEN p.state = %2$s AND p.partition_key IS NOT NULL
+                 THEN (SELECT count(*) FROM %1$s w WHERE w.consumer = p.consumer AND w.state = %3$s
+                 AND w.partition_key = p.partition_key AND w.id > p.id) ELSE 0 END,
+                 p.operator_action, p.operator_name, p.operator_at""".formatted(inbox, parked, pending);
 
-        // A consumer's dead events, oldest first.
-        this.deadEvents = """
-                SELECT event_id, partition_key, event_type, attempts, last_error, received_at FROM %s
-                 WHERE consumer = ? AND state = %s ORDER BY id LIMIT ?""".formatted(inbox, dead);
-
-        // An operator's retry: a parked or dead event is pending again, due now, with a fresh attempt count.
-        this.retryNow = """
-                UPDATE %s SET state = %s, attempts = 0, next_attempt_at = NULL
-                 WHERE consumer = ? AND event_id = ? AND state IN (%s, %s)""".formatted(inbox, pending, parked, dead);
-
-        // An operator's skip: a parked event is dead; its key moves on.
-        this.skip = """
-                UPDATE %s SET state = %s, next_attempt_at = NULL,
-                 last_error = coalesce(last_error, '') || ' [skipped by an operator]'
-                 WHERE consumer = ? AND event_id = ? AND state = %s""".formatted(inbox, dead, parked);
+        // One event of a consumer, in any state, its payload only when asked; the columns of an EventDetails.
+        this.show = """
+                SELECT id, event_id, consumer, state, source_topic, partition_key, shard, aggregate_type,
+                 aggregate_id, aggregate_version, event_type, headers::text, received_at, attempts, next_attempt_at,
+                 last_error, failed_at, processed_at, operator_action, operator_name, operator_at,
+                 CASE WHEN ? THEN payload END FROM %s WHERE consumer = ? AND event_id = ?""".formatted(inbox);
 
         // A consumer's pending events.
         this.pendingCount = """
                 SELECT count(*) FROM %s WHERE consumer = ? AND state = %s""".formatted(inbox, pending);
 
-        // Each backlog predicate repeats its partial index's (V2 pending, V5 failed) so the planner uses it.
+        // Each backlog predicate repeats its partial index's (V2 pending, V10 failed) so the planner uses it.
         // The backlog's pending part: per consumer, the count and the oldest's age (µs).
         this.backlogPending = """
                 SELECT consumer, count(*),
@@ -86,24 +83,41 @@ public final class InboxAdminStatements {
         return schemaName;
     }
 
-    /** Binds consumer, limit. */
-    public String parkedKeys() {
-        return parkedKeys;
+    /** A page of {@code FailedEvent} rows of the filter's consumer matching it, in id order after {@code afterId}. */
+    public Bound list(EventFilter f, long afterId, int limit) {
+        return matching(failedEventColumns, f.states(), f, afterId, limit);
     }
 
-    /** Binds consumer, limit. */
-    public String deadEvents() {
-        return deadEvents;
+    /** A page of {@code event_id, id} of the consumer's rows in {@code states} matching {@code f}'s other criteria. */
+    public Bound matchingIds(Set<FailedState> states, EventFilter f, long afterId, int limit) {
+        return matching("p.event_id, p.id", states, f, afterId, limit);
     }
 
-    /** Binds consumer, event id. */
-    public String retryNow() {
-        return retryNow;
+    private Bound matching(String columns, Set<FailedState> states, EventFilter f, long afterId, int limit) {
+        StringBuilder sql = new StringBuilder("SELECT ").append(columns).append(" FROM ").append(inbox)
+                .append(" p WHERE p.consumer = ? AND ")
+                .append(OperatorStatements.states("p", states, s -> InboxState.valueOf(s).sql()))
+                .append(" AND p.id > ?");
+        List<Object> binds = OperatorStatements.binds(f.consumer(), afterId);
+        OperatorStatements.criteria(sql, binds, f, "p", "source_topic", "received_at");
+        sql.append(" ORDER BY p.id LIMIT ?");
+        binds.add(limit);
+        return new Bound(sql.toString(), binds);
     }
 
-    /** Binds consumer, event id. */
-    public String skip() {
-        return skip;
+    /** Binds with payload, consumer, event id. */
+    public String show() {
+        return show;
+    }
+
+    /**
+     * Changes the consumer's given events that are still in one of the given states (binds: operator, consumer, event
+     * ids, states). A requeued event is due at once (no retry delay: the worker's claim takes it in id order).
+     */
+    public String change(Change change) {
+        return "UPDATE " + inbox + " SET " + OperatorStatements.set(change, InboxState.PENDING.sql(),
+                InboxState.DEAD.sql(), InboxState.DISCARDED.sql(), "NULL")
+                + " WHERE consumer = ? AND event_id = ANY(?) AND state = ANY(?)";
     }
 
     /** Binds consumer. */

@@ -11,8 +11,10 @@ public enum InboxState {
     PROCESSED,
     /** Held after repeated handler failures; its key waits. */
     PARKED,
-    /** Given up. */
-    DEAD;
+    /** Given up by the failure policy or skipped by an operator; its key moved on. */
+    DEAD,
+    /** Given up for good by an operator (schema V10): final, never processed, never purged. */
+    DISCARDED;
 
     private final String sql = "'" + name() + "'";
 

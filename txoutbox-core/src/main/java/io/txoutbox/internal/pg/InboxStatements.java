@@ -78,22 +78,26 @@ public final class InboxStatements {
                 .formatted(inbox, InboxState.PROCESSED.sql(), InboxState.PENDING.sql());
 
         // The batch's failed attempts: error, new state and retry delay per row (ends with its WHERE condition).
+        // failed_at: when the event was parked or given up (schema V10), for the admin's filters.
         this.recordFailures = """
                 UPDATE %1$s o SET attempts = o.attempts + 1, last_error = f.err,
                  state = f.new_state,
-                 next_attempt_at = CASE WHEN f.new_state = %2$s THEN now() + f.delay_ms * interval '1 ms' END
+                 next_attempt_at = CASE WHEN f.new_state = %2$s THEN now() + f.delay_ms * interval '1 ms' END,
+                 failed_at = CASE WHEN f.new_state IN (%3$s, %4$s) THEN now() ELSE o.failed_at END
                  FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[]) AS f(id, err, delay_ms, new_state)
-                 WHERE o.consumer = ? AND o.state = %2$s AND o.id = f.id""".formatted(inbox, InboxState.PENDING.sql());
+                 WHERE o.consumer = ? AND o.state = %2$s AND o.id = f.id""".formatted(inbox, InboxState.PENDING.sql(),
+                InboxState.PARKED.sql(), InboxState.DEAD.sql());
 
         // A received record that cannot be stored as it is: kept DEAD (never processed; its key moves on) with why.
-        this.insertDead = "INSERT INTO " + inbox + " (" + INSERT_COLUMN_LIST + ", state, last_error) VALUES "
-                + INSERT_VALUES.substring(0, INSERT_VALUES.length() - 1) + ", " + InboxState.DEAD.sql()
-                + ", ?) ON CONFLICT DO NOTHING";
+        this.insertDead = "INSERT INTO " + inbox + " (" + INSERT_COLUMN_LIST + ", state, failed_at, last_error)"
+                + " VALUES " + INSERT_VALUES.substring(0, INSERT_VALUES.length() - 1) + ", " + InboxState.DEAD.sql()
+                + ", now(), ?) ON CONFLICT DO NOTHING";
 
         // ... and when even that row is refused (a constraint on the payload, say): where it came from and why.
         this.insertDeadBare = """
                 INSERT INTO %s (consumer, event_id, source_topic, source_partition,
-                 source_offset, state, last_error) VALUES (?, ?, ?, ?, ?, %s, ?) ON CONFLICT DO NOTHING"""
+                 source_offset, state, failed_at, last_error) VALUES (?, ?, ?, ?, ?, %s, now(), ?)
+                 ON CONFLICT DO NOTHING"""
                 .formatted(inbox, InboxState.DEAD.sql());
     }
 

@@ -4,7 +4,8 @@ import io.txoutbox.OutboxSchema;
 import java.util.function.UnaryOperator;
 
 /**
- * The status reads of the outbox ({@code OutboxStatus}, {@code OutboxHealth}, the gauges). Pending rows are found
+ * The status reads of the outbox ({@code OutboxStatus}, {@code OutboxHealth}, the gauges): backlog, shards, the
+ * pending count and the relays' lane owners. Pending rows are found
  * through the pending partial index, parked and dead rows through the "failed" partial index (schema V3); each
  * predicate repeats its index's with the states as literals. What a pending row is comes from the table's progress
  * model ({@code io.txoutbox.internal.progress.ProgressModel#pending}).
@@ -14,10 +15,14 @@ public final class StatusStatements {
     private final String pendingByTopic;
     private final String failedCounts;
     private final String pendingByShard;
+    private final String pendingCount;
+    private final long tableHash;
 
     /** {@code pending}: the progress model's predicate of a pending row, given a table alias (null: none). */
     public StatusStatements(OutboxSchema schema, UnaryOperator<String> pending) {
         String t = schema.qualifiedOutboxTable();
+        this.tableHash = Integer.toUnsignedLong(AdvisoryLocks.relayTableHash(schema));
+        this.pendingCount = "SELECT count(*) FROM " + t + " WHERE " + pending.apply(null);
         // pending events and the age of the oldest, per topic
         this.pendingByTopic = """
                 SELECT topic, count(*), greatest(0, (extract(epoch FROM now() - min(created_at)) * 1000000)::bigint) \
@@ -49,6 +54,25 @@ public final class StatusStatements {
     /** Pending events and the age (microseconds) of the lowest pending id per shard. */
     public String pendingByShard() {
         return pendingByShard;
+    }
+
+    /** All pending events. */
+    public String pendingCount() {
+        return pendingCount;
+    }
+
+    /** The relay's lane locks held now, with their sessions (binds: {@link #laneOwnerBinds()}). */
+    public String laneOwners() {
+        return """
+                SELECT (l.objid::bigint & 65535)::int, a.application_name, a.backend_start, a.state_change \
+                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' \
+                AND l.granted AND l.objsubid = 1 AND l.classid::bigint = ? AND (l.objid::bigint >> 16) = ? \
+                ORDER BY 1""";
+    }
+
+    /** The outbox table's lock key half and the lane kind, for {@link #laneOwners()}. */
+    public Object[] laneOwnerBinds() {
+        return new Object[] {tableHash, (long) AdvisoryLocks.KIND_LANE};
     }
 
     /** The estimated rows of each partition of the table (bind: the qualified table). */

@@ -1,26 +1,33 @@
 package io.txoutbox.internal.relay;
 
+import io.txoutbox.EventDetails;
+import io.txoutbox.EventFilter;
+import io.txoutbox.FailedEvent;
+import io.txoutbox.FailedState;
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxGrants;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.OperatorCalls;
 import io.txoutbox.internal.Privileges;
-import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.AdminStatements;
-import io.txoutbox.internal.progress.ProgressModels;
-import io.txoutbox.internal.pg.AdminStatements.Change;
-import io.txoutbox.internal.pg.EventState;
 import io.txoutbox.internal.pg.Jdbc;
+import io.txoutbox.internal.pg.OperatorStatements.Bound;
+import io.txoutbox.internal.pg.OperatorStatements.Change;
 import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -30,52 +37,14 @@ import org.slf4j.LoggerFactory;
 public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     private static final Logger log = LoggerFactory.getLogger(DefaultOutboxAdmin.class);
+    private static final Set<FailedState> PARKED_OR_DEAD = EnumSet.of(FailedState.PARKED, FailedState.DEAD);
 
     private final DataSource dataSource;
     private final AdminStatements sql;
 
-    private static final int BULK_PAGE = 1_000;
-    private static final String[] FAILED = {EventState.DEAD.name(), EventState.PARKED.name()};
-
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
         this.sql = new AdminStatements(schema, ProgressModels.of(schema)::pending);
-    }
-
-    @Override
-    public List<LaneOwner> laneOwners() {
-        return inTransaction("listing lane owners", c -> {
-            List<LaneOwner> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.laneOwners())) {
-                Jdbc.bind(ps, sql.laneOwnerBinds());
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        // application_name: "txoutbox-relay <lane id> <instance id>"
-                        String app = rs.getString(2);
-                        String instance = app == null ? "" : app.substring(app.lastIndexOf(' ') + 1);
-                        // a role that cannot see the relay's sessions (not a member of the relay's role, nor of
-                        // pg_read_all_stats) sees their application_name but not their times
-                        out.add(new LaneOwner(rs.getInt(1), instance,
-                                rs.getTimestamp(3) == null ? null : rs.getTimestamp(3).toInstant(),
-                                rs.getTimestamp(4) == null ? null : rs.getTimestamp(4).toInstant()));
-                    }
-                }
-            }
-            return out;
-        });
-    }
-
-    @Override
-    public java.util.Map<Integer, Long> pendingByShard() {
-        return inTransaction("counting pending events per shard", c -> {
-            java.util.Map<Integer, Long> out = new java.util.TreeMap<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.pendingByShard()); ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.put(rs.getInt(1), rs.getLong(2));
-                }
-            }
-            return out;
-        });
     }
 
     private <T> T inTransaction(String what, ReadCommitted.Work<T> work) {
@@ -91,16 +60,17 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     }
 
     @Override
-    public List<ParkedKey> parkedKeys(int limit) {
-        return inTransaction("listing parked keys", c -> {
-            List<ParkedKey> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.parkedKeys())) {
-                ps.setInt(1, limit);
+    public List<FailedEvent> list(EventFilter filter, long afterId, int limit) {
+        OperatorCalls.requireNoConsumer(filter);
+        OperatorCalls.requireLimit(limit);
+        Bound list = sql.list(filter, afterId, limit);
+        return inTransaction("listing failed events", c -> {
+            List<FailedEvent> out = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(list.sql())) {
+                Jdbc.bind(ps, list.bindArray());
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
-                        out.add(new ParkedKey(rs.getString(1), (UUID) rs.getObject(2), rs.getLong(3),
-                                rs.getString(4), rs.getString(5), rs.getInt(6), rs.getString(7),
-                                rs.getTimestamp(8).toInstant(), rs.getLong(9)));
+                        out.add(OperatorCalls.failedEvent(rs));
                     }
                 }
             }
@@ -109,26 +79,22 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     }
 
     @Override
-    public List<DeadEvent> deadEvents(int limit) {
-        return inTransaction("listing dead events", c -> {
-            List<DeadEvent> out = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.deadEvents())) {
-                ps.setInt(1, limit);
+    public Optional<EventDetails> show(UUID eventId, boolean withPayload) {
+        Objects.requireNonNull(eventId, "eventId");
+        return inTransaction("reading event " + eventId, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.show())) {
+                ps.setBoolean(1, withPayload);
+                ps.setObject(2, eventId);
                 try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        out.add(new DeadEvent((UUID) rs.getObject(1), rs.getLong(2), rs.getString(3),
-                                rs.getString(4), rs.getString(5), rs.getInt(6), rs.getString(7),
-                                rs.getTimestamp(8).toInstant()));
-                    }
+                    return rs.next() ? Optional.of(OperatorCalls.details(rs)) : Optional.empty();
                 }
             }
-            return out;
         });
     }
 
     @Override
     public boolean requeue(UUID eventId, String operator) {
-        return changeOne("requeue", Change.REQUEUE, FAILED, eventId, operator);
+        return changeOne("requeue", Change.REQUEUE, PARKED_OR_DEAD, eventId, operator);
     }
 
     @Override
@@ -138,7 +104,7 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     @Override
     public boolean discard(UUID eventId, String operator) {
-        return changeOne("discard", Change.DISCARD, FAILED, eventId, operator);
+        return changeOne("discard", Change.DISCARD, PARKED_OR_DEAD, eventId, operator);
     }
 
     @Override
@@ -148,170 +114,60 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     @Override
     public boolean skip(UUID eventId, String operator) {
-        return changeOne("skip", Change.SKIP, new String[] {EventState.PARKED.name()}, eventId, operator);
+        return changeOne("skip", Change.SKIP, EnumSet.of(FailedState.PARKED), eventId, operator);
     }
 
-    private boolean changeOne(String action, Change change, String[] fromStates, UUID eventId, String operator) {
+    private boolean changeOne(String action, Change change, Set<FailedState> from, UUID eventId, String operator) {
         Objects.requireNonNull(eventId, "eventId");
-        checkOperator(operator);
-        boolean changed = inTransaction(action + " of event " + eventId, c -> {
-            if (change != Change.REQUEUE) {
-                releaseNext(c, new UUID[] {eventId});
-            }
-            try (PreparedStatement ps = c.prepareStatement(sql.changeOne(change))) {
-                ps.setString(1, operator);
-                ps.setObject(2, eventId);
-                ps.setArray(3, c.createArrayOf("text", fromStates));
-                return ps.executeUpdate() == 1;
-            }
-        });
-        log.info("txoutbox-admin: {} of event {} by {}: {}", action, eventId, operator == null ? "(db user)" : operator,
-                changed ? "done" : "not " + String.join(" or ", fromStates).toLowerCase(java.util.Locale.ROOT));
+        OperatorCalls.requireOperator(operator);
+        boolean changed = inTransaction(action + " of event " + eventId,
+                c -> change(c, change, from, new UUID[] {eventId}, operator) == 1);
+        log.info("txoutbox-admin: {} of event {} by {}: {}", action, eventId, OperatorCalls.who(operator),
+                changed ? "done" : "not " + String.join(" or ", from.stream().map(Enum::name).sorted().toList())
+                        .toLowerCase(Locale.ROOT));
         return changed;
     }
 
-    private void releaseNext(Connection c, UUID[] eventIds) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql.releaseNext())) {
-            ps.setArray(1, c.createArrayOf("uuid", eventIds));
-            ps.executeUpdate();
+    /** The change of {@code ids} still in {@code from}; a skip or discard first releases their parked keys. */
+    private int change(Connection c, Change change, Set<FailedState> from, UUID[] ids, String operator)
+            throws SQLException {
+        if (change != Change.REQUEUE) {
+            try (PreparedStatement ps = c.prepareStatement(sql.releaseNext())) {
+                ps.setArray(1, c.createArrayOf("uuid", ids));
+                ps.executeUpdate();
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(sql.change(change))) {
+            ps.setString(1, operator);
+            ps.setArray(2, c.createArrayOf("uuid", ids));
+            ps.setArray(3, c.createArrayOf("text", from.stream().map(Enum::name).sorted().toArray()));
+            return ps.executeUpdate();
         }
     }
 
-    /**
-     * Pages of {@value #BULK_PAGE} matching rows in id order, each changed in its own short transaction; a row that
-     * left the expected state in between (a relay sent it, another operator changed it) is not touched.
-     */
+    /** Pages of matching rows in id order, each changed in a short transaction ({@link OperatorCalls#inPages}). */
     private long changeMatching(String action, Change change, EventFilter filter, String operator) {
-        Objects.requireNonNull(filter, "filter");
-        checkOperator(operator);
-        String[] states = filter.states().stream().map(Enum::name).filter(s -> !s.equals(EventState.DISCARDED.name()))
-                .sorted().toArray(String[]::new);
-        if (states.length == 0) {
-            throw new IllegalArgumentException(action + " applies to PARKED or DEAD events; the filter names only "
-                    + filter.states());
-        }
-        EventFilter effective = new EventFilter(
-                java.util.Arrays.stream(states).map(FailedState::valueOf).collect(java.util.stream.Collectors.toSet()),
-                filter.topic(), filter.eventType(), filter.key(), filter.createdFrom(), filter.createdBefore(),
-                filter.failedFrom(), filter.failedBefore());
-        String update = sql.changeMatching(change);
-        long total = 0;
-        long after = 0;
-        while (true) {
-            long from = after;
-            long[] lastAndCount = inTransaction(action + " of matching events", c -> {
-                List<UUID> ids = new ArrayList<>();
-                long last = from;
-                try (PreparedStatement ps = selectMatching(c, AdminStatements.MATCHING_IDS, effective, from, BULK_PAGE);
-                        ResultSet rs = ps.executeQuery()) {
+        OperatorCalls.requireNoConsumer(filter);
+        OperatorCalls.requireOperator(operator);
+        Set<FailedState> states = OperatorCalls.changeable(action, filter);
+        long total = OperatorCalls.inPages(after -> inTransaction(action + " of matching events", c -> {
+            Bound page = sql.matchingIds(states, filter, after, OperatorCalls.BULK_PAGE);
+            List<UUID> ids = new ArrayList<>();
+            long last = after;
+            try (PreparedStatement ps = c.prepareStatement(page.sql())) {
+                Jdbc.bind(ps, page.bindArray());
+                try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         ids.add((UUID) rs.getObject(1));
                         last = rs.getLong(2);
                     }
                 }
-                if (ids.isEmpty()) {
-                    return new long[] {last, 0, 0};
-                }
-                if (change != Change.REQUEUE) {
-                    releaseNext(c, ids.toArray(new UUID[0]));
-                }
-                try (PreparedStatement ps = c.prepareStatement(update)) {
-                    ps.setString(1, operator);
-                    ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
-                    ps.setArray(3, c.createArrayOf("text", states));
-                    return new long[] {last, ids.size(), ps.executeUpdate()};
-                }
-            });
-            total += lastAndCount[2];
-            after = lastAndCount[0];
-            if (lastAndCount[1] < BULK_PAGE) {
-                break;
             }
-        }
+            int changed = ids.isEmpty() ? 0 : change(c, change, states, ids.toArray(new UUID[0]), operator);
+            return new OperatorCalls.PageDone(last, ids.size(), changed);
+        }));
         log.info("txoutbox-admin: {} of {} events matching {} by {}", action, total, filter,
-                operator == null ? "(db user)" : operator);
+                OperatorCalls.who(operator));
         return total;
     }
-
-    @Override
-    public List<FailedEvent> failedEvents(EventFilter filter, long afterId, int limit) {
-        Objects.requireNonNull(filter, "filter");
-        if (limit < 1 || limit > 10_000) {
-            throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
-        }
-        return inTransaction("listing failed events", c -> {
-            List<FailedEvent> out = new ArrayList<>();
-            try (PreparedStatement ps = selectMatching(c, AdminStatements.FAILED_EVENT_COLUMNS, filter,
-                    afterId, limit); ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    out.add(new FailedEvent(rs.getLong(1), (UUID) rs.getObject(2),
-                            FailedState.valueOf(rs.getString(3)), rs.getString(4), rs.getString(5), rs.getString(6),
-                            rs.getInt(7), rs.getString(8), instant(rs, 9), instant(rs, 10), rs.getString(11),
-                            rs.getString(12), instant(rs, 13)));
-                }
-            }
-            return out;
-        });
-    }
-
-    /** The filter's query ({@link AdminStatements#matching}), bound, in id order from {@code afterId}. */
-    private PreparedStatement selectMatching(Connection c, String columns, EventFilter f, long afterId, int limit)
-            throws SQLException {
-        AdminStatements.Matching m = sql.matching(columns, f);
-        List<Object> params = new ArrayList<>();
-        params.add(c.createArrayOf("text", f.states().stream().map(Enum::name).sorted().toArray()));
-        params.add(afterId);
-        params.addAll(m.criteria());
-        params.add(limit);
-        PreparedStatement ps = c.prepareStatement(m.sql());
-        Jdbc.bind(ps, params.toArray());
-        return ps;
-    }
-
-    private static Instant instant(ResultSet rs, int column) throws SQLException {
-        java.sql.Timestamp ts = rs.getTimestamp(column);
-        return ts == null ? null : ts.toInstant();
-    }
-
-    @Override
-    public Optional<EventDetails> event(UUID eventId, boolean withPayload) {
-        Objects.requireNonNull(eventId, "eventId");
-        return inTransaction("reading event " + eventId, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.event())) {
-                ps.setBoolean(1, withPayload);
-                ps.setObject(2, eventId);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        return Optional.empty();
-                    }
-                    long version = rs.getLong(9);
-                    Long aggregateVersion = rs.wasNull() ? null : version;
-                    return Optional.of(new EventDetails(rs.getLong(1), (UUID) rs.getObject(2), rs.getString(3),
-                            rs.getString(4), rs.getString(5), rs.getInt(6), rs.getString(7), rs.getString(8),
-                            aggregateVersion, rs.getString(10), rs.getString(11), instant(rs, 12), rs.getInt(13),
-                            instant(rs, 14), rs.getString(15), instant(rs, 16), instant(rs, 17), rs.getString(18),
-                            rs.getString(19), instant(rs, 20), rs.getBytes(21)));
-                }
-            }
-        });
-    }
-
-    private static void checkOperator(String operator) {
-        if (operator == null) {
-            return;
-        }
-        if (operator.isBlank() || operator.length() > 200 || operator.chars().anyMatch(Character::isISOControl)) {
-            throw new IllegalArgumentException("operator must name who makes the change (1 to 200 printable"
-                    + " characters, e.g. a user name or a ticket), or be null for the database user; was '"
-                    + io.txoutbox.internal.MessageRules.printable(operator) + "'");
-        }
-    }
-
-    @Override
-    public long pendingCount() {
-        return inTransaction("counting pending events", c -> {
-            return Jdbc.queryLong(c, sql.pendingCount()).orElseThrow();
-        });
-    }
-
 }

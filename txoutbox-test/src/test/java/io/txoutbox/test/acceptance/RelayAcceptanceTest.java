@@ -3,11 +3,14 @@ package io.txoutbox.test.acceptance;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.txoutbox.EventFilter;
+import io.txoutbox.FailedEvent;
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxAdmin;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
 import io.txoutbox.spi.OutboxRecord;
@@ -147,7 +150,10 @@ public abstract class RelayAcceptanceTest {
         return sessions;
     }
 
-    /** Where {@code OutboxAdmin} takes its connections, once the table exists; by default {@link #sessions}. */
+    /**
+     * Where {@code OutboxAdmin} and the status reads take their connections, once the table exists; by default
+     * {@link #sessions}.
+     */
     protected DataSource adminSessions(TestDatabase db, OutboxSchema schema) {
         return sessions;
     }
@@ -289,7 +295,8 @@ public abstract class RelayAcceptanceTest {
             rolledBack = outbox.publish(c, message("o-2", "OrderCreated")).get(0);
             c.rollback();
         }
-        await().atMost(WAIT).until(() -> admin().pendingCount() == 0 && relay.stats().published() == 1);
+        await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(adminSessions, schema) == 0
+                && relay.stats().published() == 1);
         List<Sent> sent = delivered(topic, 1);
         assertThat(sent).extracting(Sent::eventId).containsExactly(committed).doesNotContain(rolledBack);
         assertThat(sent.get(0).key()).isEqualTo("o-1");
@@ -348,9 +355,10 @@ public abstract class RelayAcceptanceTest {
         List<UUID> ids = write(outbox, message("k1", "E1"), poison(builder("k1", "Poison")).build(),
                 message("k1", "E3"), message("k2", "E1"), message("k2", "E2"));
         OutboxAdmin admin = admin();
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1 && relay.stats().published() >= 3);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1
+                && relay.stats().published() >= 3);
         assertThat(relay.stats().published()).as("published while k1 is parked: its first event and k2's").isEqualTo(3);
-        OutboxAdmin.ParkedKey parked = admin.parkedKeys(10).get(0);
+        FailedEvent parked = admin.list(EventFilter.parked(), 0, 10).get(0);
         assertThat(parked.key()).isEqualTo("k1");
         assertThat(parked.eventId()).isEqualTo(ids.get(1));
         assertThat(parked.waiting()).isEqualTo(1);
@@ -361,7 +369,7 @@ public abstract class RelayAcceptanceTest {
         assertThat(count("state = 'PARKED' AND failed_at IS NOT NULL")).as("parking sets failed_at").isEqualTo(1);
 
         curePoison(topic);
-        assertThat(admin.retryNow(parked.eventId())).isTrue();
+        assertThat(admin.requeue(parked.eventId(), null)).isTrue();
         await().atMost(WAIT).until(() -> relay.stats().published() == 5);
         assertThat(firstDeliveries(delivered(topic, 5), "k1")).containsExactly(ids.get(0), ids.get(1), ids.get(2));
         assertHistoryClean(written);
@@ -373,12 +381,12 @@ public abstract class RelayAcceptanceTest {
         Outbox outbox = outbox(relay);
         List<UUID> ids = write(outbox, poison(builder("k1", "Poison")).build(), message("k1", "E2"));
         OutboxAdmin admin = admin();
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1);
-        assertThat(admin.skip(ids.get(0))).isTrue();
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1);
+        assertThat(admin.skip(ids.get(0), null)).isTrue();
         await().atMost(WAIT).until(() -> relay.stats().published() == 1);
         assertThat(delivered(topic, 1)).extracting(Sent::eventId).containsExactly(ids.get(1));
-        assertThat(admin.deadEvents(10)).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(0));
-        assertThat(admin.skip(ids.get(0))).as("only parked events can be skipped").isFalse();
+        assertThat(admin.list(EventFilter.dead(), 0, 10)).extracting(FailedEvent::eventId).containsExactly(ids.get(0));
+        assertThat(admin.skip(ids.get(0), null)).as("only parked events can be skipped").isFalse();
     }
 
     @Test
@@ -396,8 +404,8 @@ public abstract class RelayAcceptanceTest {
         assertThat(dead).extracting(Sent::eventId).containsExactly(ids.get(1));
         assertThat(dead.get(0).headers()).containsEntry("dlt-original-topic", topic)
                 .containsKey("dlt-exception").containsKey("dlt-reason");
-        List<OutboxAdmin.DeadEvent> deadEvents = admin().deadEvents(10);
-        assertThat(deadEvents).extracting(OutboxAdmin.DeadEvent::eventId).containsExactly(ids.get(1));
+        List<FailedEvent> deadEvents = admin().list(EventFilter.dead(), 0, 10);
+        assertThat(deadEvents).extracting(FailedEvent::eventId).containsExactly(ids.get(1));
         assertThat(deadEvents.get(0).lastError()).as("the reason").containsIgnoringCase(poisonError());
     }
 
@@ -409,8 +417,9 @@ public abstract class RelayAcceptanceTest {
         failRetriably(r -> r.eventType().equals("Flaky"));
         List<UUID> ids = write(outbox, message("k1", "Flaky"), message("k1", "After"), message("k2", "Fine"));
         OutboxAdmin admin = admin();
-        await().atMost(WAIT).until(() -> admin.parkedKeys(10).size() == 1 && relay.stats().published() == 1);
-        assertThat(admin.parkedKeys(10).get(0).attempts()).isEqualTo(3);
+        await().atMost(WAIT).until(() -> admin.list(EventFilter.parked(), 0, 10).size() == 1
+                && relay.stats().published() == 1);
+        assertThat(admin.list(EventFilter.parked(), 0, 10).get(0).attempts()).isEqualTo(3);
         assertThat(injected()).as("three tries, then the policy").isEqualTo(3);
         assertThat(delivered(topic, 1)).extracting(Sent::eventId).containsExactly(ids.get(2));
     }
@@ -430,11 +439,11 @@ public abstract class RelayAcceptanceTest {
         await().atMost(WAIT).until(() -> count("last_error LIKE 'transport unavailable%' AND next_attempt_at IS NOT "
                 + "NULL") >= 2);
         long batchesDuringOutage = batchSizes().size();
-        assertThat(admin.parkedKeys(10)).isEmpty();
+        assertThat(admin.list(EventFilter.parked(), 0, 10)).isEmpty();
         brokerUp();
         await().atMost(WAIT).until(() -> relay.stats().published() == 20);
         assertHistoryClean(written);
-        assertThat(admin.parkedKeys(10)).isEmpty();
+        assertThat(admin.list(EventFilter.parked(), 0, 10)).isEmpty();
         assertThat(batchesDuringOutage).as("backing off, not spinning").isLessThan(200);
     }
 
@@ -480,7 +489,7 @@ public abstract class RelayAcceptanceTest {
             assertThat(writer.awaitDone(Duration.ofMinutes(2))).isTrue();
             assertThat(writer.errors()).isEmpty();
         }
-        await().atMost(WAIT).until(() -> admin().pendingCount() == 0);
+        await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(adminSessions, schema) == 0);
         List<LedgerEntry> ledger = Ledger.read(db.dataSource(), db.schema());
         assertThat(ledger.size()).isGreaterThan(4_000);
         assertHistoryClean(ledger);
