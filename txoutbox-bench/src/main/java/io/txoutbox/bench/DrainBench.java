@@ -77,10 +77,10 @@ final class DrainBench implements Callable<Integer> {
 
     /** One timed run of a contender. */
     record Result(long events, double seconds, long walDrainBytes, long walWriteBytes, double writeSeconds,
-                  boolean reachedEnd, long notPublished, Anatomy anatomy) {
+                  boolean reachedEnd, long notPublished, Anatomy anatomy, CostReport cost) {
         Result(long events, double seconds, long walDrainBytes, long walWriteBytes, double writeSeconds,
                boolean reachedEnd, long notPublished) {
-            this(events, seconds, walDrainBytes, walWriteBytes, writeSeconds, reachedEnd, notPublished, null);
+            this(events, seconds, walDrainBytes, walWriteBytes, writeSeconds, reachedEnd, notPublished, null, null);
         }
 
         double rate() {
@@ -205,6 +205,16 @@ final class DrainBench implements Callable<Integer> {
                     Stats.fmt(wall - tr));
         }
         out.append("\nrelay batch anatomy (medians over rounds):\n\n").append(an);
+        for (var en : results.entrySet()) {
+            CostReport cost = en.getValue().stream().map(Result::cost).filter(java.util.Objects::nonNull)
+                    .reduce(CostReport::plus).orElse(null);
+            if (cost != null) {
+                out.append("\n### what the relay cost: ").append(en.getKey()).append(" (drain windows of all rounds;"
+                        + " writers: the backlog's write phase, ").append(Outbox.MAX_ROWS_PER_STATEMENT)
+                        .append(" rows per INSERT, one transaction)\n\n");
+                cost.lines().forEach(l -> out.append(l).append('\n'));
+            }
+        }
         System.out.println(out);
     }
 
@@ -250,7 +260,7 @@ final class DrainBench implements Callable<Integer> {
             // instances of one relay group: the same name, each with its own transport (as separate processes)
             List<PollingRelay> group = new ArrayList<>();
             for (int i = 0; i < instances; i++) {
-                group.add(PollingRelay.builder().dataSource(env.dataSource())
+                group.add(PollingRelay.builder().dataSource(env.relayDataSource())
                         .transport(i == 0 ? timed : KafkaTransports.create(env.bootstrapServers(),
                                 ProducerSettings.effective(common), common))
                         .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
@@ -264,7 +274,13 @@ final class DrainBench implements Callable<Integer> {
                 }
                 RelayWarmUp.run(env, group, schema, gen, topic + "-warm");
                 reader.awaitReady();
-                Backlog.Written w = Backlog.write(env, schema, gen, topic, events);
+                AtomicReference<CostWindow> cw = new AtomicReference<>();
+                long[] before = new long[2]; // published, batches at the window's start
+                Backlog.Written w = Backlog.write(env, schema, gen, topic, events, () -> {
+                    cw.set(CostWindow.open(env, schema));
+                    before[0] = RelayWarmUp.published(group);
+                    before[1] = batches(group);
+                });
                 timed.reset();
                 long batches0 = batches(group);
                 String lsn0 = env.walLsn();
@@ -289,10 +305,13 @@ final class DrainBench implements Callable<Integer> {
                 }
                 long t1 = Math.max(tMarked, tRead);
                 long wal = env.walBytesBetween(lsn0, env.walLsn());
-                log.info("  marked at {} ms, read at {} ms, {}; {}", (tMarked - t0) / 1_000_000,
-                        (tRead - t0) / 1_000_000, relay.stats(), anatomy);
+                // the relay's sessions flush their table counters within a second while they poll
+                CostReport cost = cw.get().close(RelayWarmUp.published(group) - before[0], batches(group) - before[1],
+                        events, w.walBytes(), 1200);
+                log.info("  marked at {} ms, read at {} ms, {}; {}; relay {} µs/event", (tMarked - t0) / 1_000_000,
+                        (tRead - t0) / 1_000_000, relay.stats(), anatomy, Stats.fmt(cost.relayMicrosPerEvent()));
                 return new Result(events, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), reader.reachedEndOffsets(),
-                        Backlog.notPublished(env, schema), anatomy);
+                        Backlog.notPublished(env, schema), anatomy, cost);
             } finally {
                 group.forEach(PollingRelay::close);
                 Backlog.dropSchema(env, schema);
@@ -455,7 +474,7 @@ final class DrainBench implements Callable<Integer> {
                         batches);
                 return new Result(done, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), true,
                         Backlog.notPublished(env, schema),
-                        new Anatomy(batches, (t1 - t0) / 1e6 / batches, claimNanos / 1e6 / batches, Double.NaN));
+                        new Anatomy(batches, (t1 - t0) / 1e6 / batches, claimNanos / 1e6 / batches, Double.NaN), null);
             } finally {
                 Backlog.dropSchema(env, schema);
             }
