@@ -60,7 +60,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
 
     /** Relay threads + the relay's own backends, per published event: the headline figure. */
     double relayMicrosPerEvent() {
-        return microsPerEvent(relayThreadNanos() + relayBackendNanos(), published);
+        return cpu.backendsMeasured() ? microsPerEvent(relayThreadNanos() + relayBackendNanos(), published)
+                : Double.NaN;
     }
 
     /** Load generator (writers and their sessions, read-back consumer, other producers) plus the broker. */
@@ -88,7 +89,10 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
     }
 
     double roundTripsPerBatch() {
-        return !pg.statementsKnown() || batches == 0 ? Double.NaN : (double) pg.relayStatements() / batches;
+        // pgjdbc sends BEGIN with the next statement; the COMMIT that ends each transaction is a round trip of its
+        // own but pg_stat_statements does not list it: one per BEGIN
+        return !pg.statementsKnown() || batches == 0 ? Double.NaN
+                : (double) (pg.relayStatements() + pg.relayBegins()) / batches;
     }
 
     double relayWalPerEvent() {
@@ -104,21 +108,27 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         return published == 0 ? Double.NaN : (double) pg.deadMade() / published;
     }
 
+    /** SATURATED and why, or the figures that say it was not. */
+    String saturationLine() {
+        String sat = saturation();
+        return sat != null ? "**SATURATED**: " + sat + " — the relay's figures are not its own"
+                : String.format("not saturated: machine %.0f%% busy (< 90%%), load generator + broker %.2f cores"
+                        + " (≤ a third of %d)", cpu.machineBusy() * 100,
+                        cores(loadAndBrokerNanos(), cpu.wallSeconds()), cpu.cpus());
+    }
+
     /** The header lines: load, saturation, batches, WAL, dead tuples. */
     List<String> header() {
         List<String> l = new ArrayList<>();
-        String sat = saturation();
-        l.add(sat != null ? "**SATURATED**: " + sat + " — the relay's figures are not its own"
-                : String.format("not saturated: machine %.0f%% busy (< 90%%), load generator + broker %.2f cores"
-                        + " (≤ a third of %d)", cpu.machineBusy() * 100,
-                        cores(loadAndBrokerNanos(), cpu.wallSeconds()), cpu.cpus()));
+        l.add(saturationLine());
         l.add(String.format("CPU window %.1f s, nproc %d, load average %s at start, %s at end", cpu.wallSeconds(),
                 cpu.cpus(), cpu.loadStart(), cpu.loadEnd()));
         l.add(String.format("relay: %d events in %d batches = %s events/batch; %s round trips/batch (%s)", published,
                 batches, Stats.fmt(eventsPerBatch()), Stats.fmt(roundTripsPerBatch()), pg.statementsKnown()
-                        ? "pg_stat_statements calls of role " + BenchEnv.RELAY_ROLE + ", BEGIN apart: pgjdbc sends it"
-                        + " with the next statement; " + Stats.fmt(batches == 0 ? Double.NaN
-                        : (double) pg.relayBegins() / batches) + " BEGIN/batch"
+                        ? "pg_stat_statements calls of role " + BenchEnv.RELAY_ROLE + " but BEGIN, which pgjdbc sends"
+                        + " with the next statement, plus one COMMIT per BEGIN, which pg_stat_statements does not list: "
+                        + Stats.fmt(batches == 0 ? Double.NaN : (double) pg.relayBegins() / batches)
+                        + " transactions/batch"
                         : "pg_stat_statements not loaded: not measured"));
         l.add(String.format("WAL: relay %s B/event (wal_bytes of role %s's statements), writers %s B/event (%s),"
                         + " all WAL %s B/published event (pg_current_wal_lsn: with commit records, vacuum,"
@@ -137,7 +147,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
     /** CPU by component: CPU s, cores, µs per published event. */
     Stats.Table cpuTable() {
         Stats.Table t = new Stats.Table("component", "CPU s", "cores", "µs/event");
-        row(t, "**relay total** (threads + backends)", relayThreadNanos() + relayBackendNanos());
+        row(t, "**relay total** (threads + backends)",
+                cpu.backendsMeasured() ? relayThreadNanos() + relayBackendNanos() : -1);
         row(t, "relay threads", relayThreadNanos());
         for (String c : RELAY_THREADS) {
             row(t, "  " + c, cpu.threads(c));
@@ -168,6 +179,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
                 .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder())).limit(8)
                 .forEach(e -> t.row(e.getKey().replace("|", "\\|"), Stats.fmt(batches == 0 ? Double.NaN
                         : (double) e.getValue() / batches)));
+        t.row("COMMIT (one per BEGIN; pg_stat_statements does not list it)",
+                Stats.fmt(batches == 0 ? Double.NaN : (double) pg.relayBegins() / batches));
         return t;
     }
 

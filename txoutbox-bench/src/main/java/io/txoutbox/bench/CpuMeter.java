@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * <p>Threads and backends that end inside the window: a sampler thread reads all of them every second and keeps
  * the last value per thread id (per pid and start time for backends), so a thread that ends loses at most its last
  * second; they are counted in {@link Result#threadsEnded()} and {@link Result#backendsEnded()}. Threads and backends
- * that start inside the window count from zero.
+ * that start inside the window count from zero; one that starts and ends between two samples is not seen at all.
  */
 final class CpuMeter implements AutoCloseable {
 

@@ -148,6 +148,9 @@ final class DrainBench implements Callable<Integer> {
         StringBuilder out = new StringBuilder();
         out.append("\n## drain\n\n");
         machine.forEach(l -> out.append("- ").append(l).append('\n'));
+        results.forEach((name, rs) -> rs.stream().map(Result::cost).filter(java.util.Objects::nonNull)
+                .reduce(CostReport::plus).ifPresent(c -> out.append("- ").append(name).append(": ")
+                        .append(c.saturationLine()).append('\n')));
         out.append("- producer settings (all contenders): ").append(ProducerSettings.effective(common)).append('\n');
         out.append("- command: ").append(command()).append("\n\n");
         Stats.Table t = new Stats.Table("contender", "events", "events/s per round", "median events/s",

@@ -28,7 +28,7 @@ final class PgCost {
                     long dead) {
     }
 
-    /** One window: relay statements (BEGIN apart) and WAL, writer INSERTs and WAL, all WAL, dead row versions. */
+    /** One window: relay statements (BEGIN apart), its BEGINs and WAL, writer INSERTs and WAL, all WAL, dead row versions. */
     record Delta(boolean statementsKnown, long relayStatements, long relayBegins, long relayWalBytes,
                  long writerInserts, long writerWalBytes, long walBytes, long inserted, long deadMade, long deadDelta,
                  Map<String, Long> relayCallsByQuery) {
@@ -46,10 +46,11 @@ final class PgCost {
     private PgCost() {
     }
 
-    static Snapshot snapshot(DataSource ds, OutboxSchema schema) {
+    /** @param relayRole whether relays connect as {@link BenchEnv#RELAY_ROLE} (else statements are not split) */
+    static Snapshot snapshot(DataSource ds, OutboxSchema schema, boolean relayRole) {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
             Map<String, Counted> statements = new HashMap<>();
-            if (statementsLoaded(st)) {
+            if (relayRole && statementsLoaded(st)) {
                 try (ResultSet rs = st.executeQuery("SELECT r.rolname, s.queryid, s.query, s.calls,"
                         + " s.wal_bytes::bigint FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid"
                         + " WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")) {

@@ -50,6 +50,7 @@ final class SteadyBench implements Callable<Integer> {
     public Integer call() throws Exception {
         Events gen = new Events(common.keys, common.payloadBytes);
         List<String> costs = new ArrayList<>();
+        List<String> saturation = new ArrayList<>();
         // the broker in its own JVM by default: its CPU apart from the relay's and the load generator's
         try (BenchEnv env = new BenchEnv(common, true)) {
             Stats.Table t = new Stats.Table("target events/s", "achieved events/s", "committed", "undelivered",
@@ -72,6 +73,8 @@ final class SteadyBench implements Callable<Integer> {
                     costs.add("\n### what the relay cost at " + rate + " events/s (the measured " + duration
                             + " s; µs per event the relay published)\n");
                     costs.addAll(cost.lines());
+                    saturation.add("- " + rate + " events/s: " + cost.saturationLine() + "; load average "
+                            + cost.cpu().loadStart() + " → " + cost.cpu().loadEnd() + " over the measured window");
                     log.info("steady {}: relay {} µs/event ({} threads + {} backends), {} events/batch, {} round"
                                     + " trips/batch", rate, Stats.fmt(cost.relayMicrosPerEvent()),
                             Stats.fmt(CostReport.microsPerEvent(cost.relayThreadNanos(), cost.published())),
@@ -92,6 +95,7 @@ final class SteadyBench implements Callable<Integer> {
             List<String> out = new ArrayList<>();
             out.add("\n## steady\n");
             env.describe().forEach(l -> out.add("- " + l));
+            out.addAll(saturation);
             out.add("- producer settings: " + ProducerSettings.effective(common) + ", KafkaTransport mode " + common.mode);
             out.add("- relay lanes=" + lanes + " batch=" + batch + ", writers=" + writers + ", warm-up " + warmup
                     + " s (not counted), measured " + duration + " s per rate");

@@ -97,7 +97,8 @@ class CpuMeterTest {
         CostReport r = new CostReport(cpu, pg, 10_000, 100, 10_000, -1);
         assertThat(r.relayMicrosPerEvent()).isEqualTo(600.0);
         assertThat(r.eventsPerBatch()).isEqualTo(100.0);
-        assertThat(r.roundTripsPerBatch()).isEqualTo(3.0);
+        // 300 statements + one COMMIT for each of the 200 BEGINs, over 100 batches
+        assertThat(r.roundTripsPerBatch()).isEqualTo(5.0);
         assertThat(r.relayWalPerEvent()).isEqualTo(200.0);
         assertThat(r.writerWalPerEvent()).isEqualTo(300.0);
         assertThat(r.deadPerEvent()).isEqualTo(1.0);
