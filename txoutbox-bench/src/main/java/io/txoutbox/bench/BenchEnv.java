@@ -59,19 +59,25 @@ final class BenchEnv implements AutoCloseable {
 
     /** Services with the broker in this JVM unless {@code --broker process}. */
     BenchEnv(CommonOptions options) {
-        this(options, false);
+        this(options, false, false);
     }
 
-    /** @param brokerProcessByDefault the broker in its own JVM unless {@code --broker in-process} */
-    BenchEnv(CommonOptions options, boolean brokerProcessByDefault) {
+    /**
+     * @param brokerProcessByDefault the broker in its own JVM unless {@code --broker in-process}
+     * @param measuresCost for {@link CostWindow}: the embedded server preloads {@code pg_stat_statements} and relays
+     *     connect as {@link #RELAY_ROLE}
+     */
+    BenchEnv(CommonOptions options, boolean brokerProcessByDefault, boolean measuresCost) {
         this.options = options;
         if (options.jdbcUrl == null) {
             Map<String, String> settings = new LinkedHashMap<>();
-            settings.put("shared_preload_libraries", "pg_stat_statements");
+            if (measuresCost) {
+                settings.put("shared_preload_libraries", "pg_stat_statements");
+            }
             settings.putAll(options.pgSettings);
             embeddedPostgres = TestPostgres.startEmbedded(settings);
             dataSource = embeddedPostgres.dataSource();
-            relayDataSource = createRelayRole();
+            relayDataSource = measuresCost ? createRelayRole() : dataSource;
         } else {
             if (!options.pgSettings.isEmpty()) {
                 throw new IllegalArgumentException("--pg-setting applies to the embedded server only; set "
@@ -136,6 +142,11 @@ final class BenchEnv implements AutoCloseable {
 
     boolean isEmbeddedPostgres() {
         return embeddedPostgres != null;
+    }
+
+    /** Whether relays connect as {@link #RELAY_ROLE}: their statements apart in {@code pg_stat_statements}. */
+    boolean hasRelayRole() {
+        return relayDataSource != dataSource;
     }
 
     /** The broker's process when it runs in its own JVM. */

@@ -23,7 +23,7 @@ final class CommonOptions {
     Map<String, String> brokerProperties = new LinkedHashMap<>();
 
     @Option(names = "--pg-setting", description = "embedded PostgreSQL setting name=value (repeatable), e.g."
-            + " full_page_writes=on, fsync=on; shared_preload_libraries=pg_stat_statements unless replaced")
+            + " full_page_writes=on, fsync=on (steady and drain preload pg_stat_statements unless replaced)")
     Map<String, String> pgSettings = new LinkedHashMap<>();
 
     @Option(names = "--broker", description = "where the broker runs: in-process or process (its own JVM, its CPU"

@@ -126,7 +126,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         l.add(String.format("relay: %d events in %d batches = %s events/batch; %s round trips/batch (%s)", published,
                 batches, Stats.fmt(eventsPerBatch()), Stats.fmt(roundTripsPerBatch()), pg.statementsKnown()
                         ? "pg_stat_statements calls of role " + BenchEnv.RELAY_ROLE + " but BEGIN, which pgjdbc sends"
-                        + " with the next statement, plus one COMMIT per BEGIN, which pg_stat_statements does not list: "
+                        + " with the next statement, plus one COMMIT per BEGIN, which pg_stat_statements does not"
+                        + " list: "
                         + Stats.fmt(batches == 0 ? Double.NaN : (double) pg.relayBegins() / batches)
                         + " transactions/batch"
                         : "pg_stat_statements not loaded: not measured"));

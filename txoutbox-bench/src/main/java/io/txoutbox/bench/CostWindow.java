@@ -13,7 +13,7 @@ final class CostWindow {
     private CostWindow(BenchEnv env, OutboxSchema schema) {
         this.env = env;
         this.schema = schema;
-        this.start = PgCost.snapshot(env.dataSource(), schema, env.isEmbeddedPostgres());
+        this.start = PgCost.snapshot(env.dataSource(), schema, env.hasRelayRole());
         this.cpu = new CpuMeter(env.isEmbeddedPostgres() ? env.dataSource() : null, env.brokerPid()).start();
     }
 
@@ -27,7 +27,7 @@ final class CostWindow {
         CpuMeter.Result r = cpu.stop();
         Thread.sleep(statsWaitMillis);
         PgCost.Delta d = PgCost.delta(env.dataSource(), start, PgCost.snapshot(env.dataSource(), schema,
-                env.isEmbeddedPostgres()));
+                env.hasRelayRole()));
         return new CostReport(r, d, published, batches, writerEvents >= 0 ? writerEvents : d.writerInserts(),
                 writerWalBytes);
     }

@@ -72,8 +72,8 @@ final class DrainBench implements Callable<Integer> {
                     + "0 skips it (default ${DEFAULT-VALUE})")
     List<Integer> pgOnlyBatches;
 
-    private BenchEnv env;
-    private Events gen;
+    BenchEnv env;
+    Events gen;
 
     /** One timed run of a contender. */
     record Result(long events, double seconds, long walDrainBytes, long walWriteBytes, double writeSeconds,
@@ -105,8 +105,9 @@ final class DrainBench implements Callable<Integer> {
         for (String rc : relayConfigs) {
             String[] p = rc.trim().toLowerCase().split("x");
             contenders.add(p.length == 3
-                    ? new RelayContender(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]))
-                    : new RelayContender(1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
+                    ? new DrainRelayContender(this, Integer.parseInt(p[0]), Integer.parseInt(p[1]),
+                            Integer.parseInt(p[2]))
+                    : new DrainRelayContender(this, 1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
         }
         if (!noRaw) {
             contenders.add(new RawContender());
@@ -122,7 +123,9 @@ final class DrainBench implements Callable<Integer> {
         if (naiveLinger0Events > 0) {
             contenders.add(new NaiveContender(naiveLinger0Events, "0"));
         }
-        try (BenchEnv e = new BenchEnv(common)) {
+        // the broker in-process by default, as in every earlier drain: figures stay comparable; its threads are
+        // counted apart by name
+        try (BenchEnv e = new BenchEnv(common, false, true)) {
             env = e;
             Map<String, List<Result>> results = new LinkedHashMap<>();
             contenders.forEach(c -> results.put(c.name(), new ArrayList<>()));
@@ -229,120 +232,12 @@ final class DrainBench implements Callable<Integer> {
         return "bench drain " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
     }
 
-    private Duration timeout(long n) {
+    Duration timeout(long n) {
         return Duration.ofSeconds(Math.max(120, n / 200));
     }
 
     // ---- contenders -------------------------------------------------------------------------------------------
 
-    /** txoutbox's PollingRelay with the Kafka transport. */
-    private final class RelayContender implements Contender {
-        private final int instances;
-        private final int lanes;
-        private final int batchSize;
-
-        RelayContender(int instances, int lanes, int batchSize) {
-            this.instances = instances;
-            this.lanes = lanes;
-            this.batchSize = batchSize;
-        }
-
-        @Override
-        public String name() {
-            return "relay " + (instances > 1 ? "instances=" + instances + " " : "") + "lanes=" + lanes + " batch="
-                    + batchSize;
-        }
-
-        @Override
-        public Result run(String id) throws Exception {
-            String topic = "drain-" + id;
-            env.createTopic(topic, Map.of());
-            OutboxSchema schema = Backlog.createSchema(env, "bench_" + id);
-            TimedTransport timed = new TimedTransport(
-                    KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common), common));
-            // instances of one relay group: the same name, each with its own transport (as separate processes)
-            List<PollingRelay> group = new ArrayList<>();
-            for (int i = 0; i < instances; i++) {
-                group.add(PollingRelay.builder().dataSource(env.relayDataSource())
-                        .transport(i == 0 ? timed : KafkaTransports.create(env.bootstrapServers(),
-                                ProducerSettings.effective(common), common))
-                        .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
-                        .build().start());
-            }
-            PollingRelay relay = group.get(0);
-            try (CommittedReader reader = new CommittedReader(env.bootstrapServers(), topic, null)) {
-                long spread = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                while (!shared(group) && System.nanoTime() < spread) {
-                    Thread.sleep(50); // membership settles within a couple of seconds
-                }
-                RelayWarmUp.run(env, group, schema, gen, topic + "-warm");
-                reader.awaitReady();
-                AtomicReference<CostWindow> cw = new AtomicReference<>();
-                long[] before = new long[2]; // published, batches at the window's start
-                Backlog.Written w = Backlog.write(env, schema, gen, topic, events, () -> {
-                    cw.set(CostWindow.open(env, schema));
-                    before[0] = RelayWarmUp.published(group);
-                    before[1] = batches(group);
-                });
-                timed.reset();
-                long batches0 = batches(group);
-                String lsn0 = env.walLsn();
-                long t0 = System.nanoTime();
-                group.forEach(PollingRelay::nudge);
-                long deadline = t0 + timeout(events).toNanos();
-                while (RelayWarmUp.published(group) < RelayWarmUp.EVENTS + events) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("relay published " + RelayWarmUp.published(group) + " of "
-                                + events);
-                    }
-                    Thread.sleep(0, 500_000);
-                }
-                long tMarked = System.nanoTime();
-                long batches = batches(group) - batches0;
-                Anatomy anatomy = new Anatomy(batches, (tMarked - t0) / 1e6 * lanes / batches, timed.meanMillis(),
-                        timed.maxMillis());
-                long tRead = reader.awaitCount(events, timeout(events));
-                if (!reader.reachedEndOffsets()) {
-                    log.warn("  relay: reader at {} records but not at the end offsets: {}", reader.count(),
-                            reader.positions());
-                }
-                long t1 = Math.max(tMarked, tRead);
-                long wal = env.walBytesBetween(lsn0, env.walLsn());
-                // the relay's sessions flush their table counters within a second while they poll
-                CostReport cost = cw.get().close(RelayWarmUp.published(group) - before[0], batches(group) - before[1],
-                        events, w.walBytes(), 1200);
-                log.info("  marked at {} ms, read at {} ms, {}; {}; relay {} µs/event", (tMarked - t0) / 1_000_000,
-                        (tRead - t0) / 1_000_000, relay.stats(), anatomy, Stats.fmt(cost.relayMicrosPerEvent()));
-                return new Result(events, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), reader.reachedEndOffsets(),
-                        Backlog.notPublished(env, schema), anatomy, cost);
-            } finally {
-                group.forEach(PollingRelay::close);
-                Backlog.dropSchema(env, schema);
-                env.deleteTopic(topic);
-                env.deleteTopic(topic + "-warm");
-            }
-        }
-    }
-
-    /** Every lane owned, and by every instance its share. */
-    private static boolean shared(List<PollingRelay> group) {
-        int owned = 0;
-        for (PollingRelay r : group) {
-            if (r.stats().lanesOwned() == 0) {
-                return false;
-            }
-            owned += r.stats().lanesOwned();
-        }
-        return owned == group.get(0).config().lanes();
-    }
-
-    private static long batches(List<PollingRelay> group) {
-        long sum = 0;
-        for (PollingRelay r : group) {
-            sum += r.stats().batches();
-        }
-        return sum;
-    }
 
     /** A plain idempotent producer sending the same records as fast as it can: the transport's ceiling. */
     private final class RawContender implements Contender {

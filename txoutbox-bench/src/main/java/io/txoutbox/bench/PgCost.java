@@ -28,7 +28,10 @@ final class PgCost {
                     long dead) {
     }
 
-    /** One window: relay statements (BEGIN apart), its BEGINs and WAL, writer INSERTs and WAL, all WAL, dead row versions. */
+    /**
+     * One window: relay statements (BEGIN apart), its BEGINs and WAL, writer INSERTs and WAL, all WAL, dead row
+     * versions.
+     */
     record Delta(boolean statementsKnown, long relayStatements, long relayBegins, long relayWalBytes,
                  long writerInserts, long writerWalBytes, long walBytes, long inserted, long deadMade, long deadDelta,
                  Map<String, Long> relayCallsByQuery) {

@@ -52,7 +52,7 @@ final class SteadyBench implements Callable<Integer> {
         List<String> costs = new ArrayList<>();
         List<String> saturation = new ArrayList<>();
         // the broker in its own JVM by default: its CPU apart from the relay's and the load generator's
-        try (BenchEnv env = new BenchEnv(common, true)) {
+        try (BenchEnv env = new BenchEnv(common, true, true)) {
             Stats.Table t = new Stats.Table("target events/s", "achieved events/s", "committed", "undelivered",
                     "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "writer lag p99 ms", "claim at end");
             int k = 0;
