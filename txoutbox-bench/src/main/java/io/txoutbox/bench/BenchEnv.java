@@ -69,6 +69,7 @@ final class BenchEnv implements AutoCloseable {
      */
     BenchEnv(CommonOptions options, boolean brokerProcessByDefault, boolean measuresCost) {
         this.options = options;
+        boolean process = options.brokerProcess(brokerProcessByDefault); // a bad --broker fails before any start
         if (options.jdbcUrl == null) {
             Map<String, String> settings = new LinkedHashMap<>();
             if (measuresCost) {
@@ -90,7 +91,6 @@ final class BenchEnv implements AutoCloseable {
             dataSource.setPassword(options.jdbcPassword);
             relayDataSource = dataSource;
         }
-        boolean process = options.brokerProcess(brokerProcessByDefault);
         if (options.bootstrapServers != null) {
             broker = null;
             brokerProcess = null;

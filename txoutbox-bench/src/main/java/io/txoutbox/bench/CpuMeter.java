@@ -33,7 +33,7 @@ final class CpuMeter implements AutoCloseable {
 
     private final DataSource pg;
     private final OptionalLong brokerPid;
-    private final long ticksPerSecond = ProcStat.clockTicks();
+    private static final long TICKS_PER_SECOND = ProcStat.clockTicks();
     private final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     private final com.sun.management.OperatingSystemMXBean os =
@@ -159,7 +159,7 @@ final class CpuMeter implements AutoCloseable {
     }
 
     private long toNanos(long ticks) {
-        return ticks * 1_000_000_000L / ticksPerSecond;
+        return ticks * 1_000_000_000L / TICKS_PER_SECOND;
     }
 
     private void sample(boolean first) {

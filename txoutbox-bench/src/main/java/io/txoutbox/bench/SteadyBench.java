@@ -63,8 +63,8 @@ final class SteadyBench implements Callable<Integer> {
                 try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers)) {
                     run.start(lanes, batch);
                     run.awaitElapsed(warmup);
-                    PollingRelay.RelayStats s0 = run.relay().stats();
                     CostWindow cw = CostWindow.open(env, run.schema());
+                    PollingRelay.RelayStats s0 = run.relay().stats();
                     run.awaitElapsed(warmup + duration);
                     PollingRelay.RelayStats s1 = run.relay().stats();
                     // no wait for the table counters: both ends lag by about the same second of work
