@@ -42,6 +42,9 @@ final class CpuMeter implements AutoCloseable {
     private final Map<String, Counter> backendCpu = new HashMap<>();
     /** JVM-internal threads (JIT, GC) by tid, in clock ticks. */
     private final Map<Long, Counter> nativeCpu = new HashMap<>();
+    /** CPU of the postmaster's reaped children (cutime + cstime): every backend that ended, sampled or not. */
+    private long reaped0 = -1;
+    private long reapedLast = -1;
     private Thread sampler;
     private Connection pgConnection;
     private long startNanos;
@@ -90,6 +93,7 @@ final class CpuMeter implements AutoCloseable {
         threadCpu.clear();
         backendCpu.clear();
         nativeCpu.clear();
+        reaped0 = -1;
         load0 = ProcStat.loadAverage();
         machine0 = ProcStat.machineJiffies();
         jvm0 = os.getProcessCpuTime();
@@ -147,14 +151,27 @@ final class CpuMeter implements AutoCloseable {
             }
             Map<String, Long> byBackend = new LinkedHashMap<>();
             int backendsEnded = 0;
+            long endedSampled = 0;
             for (Counter c : backendCpu.values()) {
                 byBackend.merge(c.component, toNanos(c.last - c.baseline), Long::sum);
                 backendsEnded += c.seenLast ? 0 : 1;
+                endedSampled += c.seenLast ? 0 : toNanos(c.last - c.baseline);
+            }
+            long reaped = reaped0 < 0 ? -1 : toNanos(reapedLast - reaped0);
+            if (reaped > endedSampled) {
+                byBackend.put(CpuRules.PG_ENDED_UNSAMPLED, reaped - endedSampled);
+            }
+            Map<String, Integer> endedGroups = new LinkedHashMap<>();
+            backendCpu.values().stream().filter(c -> !c.seenLast).forEach(c -> endedGroups.merge(c.component, 1,
+                    Integer::sum));
+            if (!endedGroups.isEmpty()) {
+                log.info("CPU meter: backends that ended in the window, by group: {}", endedGroups);
             }
             close();
             return new Result(wall, Runtime.getRuntime().availableProcessors(), load0, ProcStat.loadAverage(),
                     total == 0 ? Double.NaN : (double) busy / total, jvm, broker, byThread, byBackend, pg != null,
-                    threadsEnded, threadCpu.size() + nativeCpu.size(), backendsEnded, backendCpu.size());
+                    threadsEnded, threadCpu.size() + nativeCpu.size(), backendsEnded, backendCpu.size(), reaped,
+                    endedSampled);
         }
     }
 
@@ -227,6 +244,10 @@ final class CpuMeter implements AutoCloseable {
                 long[] stat = ProcStat.read(postmaster);
                 if (stat != null) {
                     count("pg:" + postmaster + ":" + stat[3], CpuRules.PG_BACKGROUND, stat[0] + stat[1], first);
+                    reapedLast = stat[4] + stat[5];
+                    if (first) {
+                        reaped0 = reapedLast;
+                    }
                 }
             }
         } catch (SQLException e) {
@@ -259,11 +280,13 @@ final class CpuMeter implements AutoCloseable {
     /**
      * One window's CPU: per component in nanoseconds, JVM threads and PostgreSQL backends apart; {@code brokerNanos}
      * is the broker's own process ({@code -1} when it runs in this JVM), {@code machineBusy} the fraction of all cores
-     * busy ({@code /proc/stat}).
+     * busy ({@code /proc/stat}); {@code endedBackendNanos} all CPU of backends that ended in the window (the
+     * postmaster's reaped children, {@code -1} if unknown), {@code endedSampledNanos} the part of it the groups hold.
      */
     record Result(double wallSeconds, int cpus, String loadStart, String loadEnd, double machineBusy, long jvmNanos,
                   long brokerNanos, Map<String, Long> threads, Map<String, Long> backends, boolean backendsMeasured,
-                  int threadsEnded, int threadsSeen, int backendsEnded, int backendsSeen) {
+                  int threadsEnded, int threadsSeen, int backendsEnded, int backendsSeen, long endedBackendNanos,
+                  long endedSampledNanos) {
 
         long threads(String... components) {
             long sum = 0;
@@ -292,7 +315,9 @@ final class CpuMeter implements AutoCloseable {
                     (machineBusy * wallSeconds + o.machineBusy * o.wallSeconds) / wall, jvmNanos + o.jvmNanos,
                     brokerNanos < 0 || o.brokerNanos < 0 ? -1 : brokerNanos + o.brokerNanos, t, b,
                     backendsMeasured && o.backendsMeasured, threadsEnded + o.threadsEnded,
-                    threadsSeen + o.threadsSeen, backendsEnded + o.backendsEnded, backendsSeen + o.backendsSeen);
+                    threadsSeen + o.threadsSeen, backendsEnded + o.backendsEnded, backendsSeen + o.backendsSeen,
+                    endedBackendNanos < 0 || o.endedBackendNanos < 0 ? -1 : endedBackendNanos + o.endedBackendNanos,
+                    endedSampledNanos + o.endedSampledNanos);
         }
     }
 
@@ -303,22 +328,23 @@ final class CpuMeter implements AutoCloseable {
         }
 
         /**
-         * utime, stime (clock ticks), ppid and start time of a process from its {@code /proc/<pid>/stat} line; the
-         * fields are counted after the parenthesised command name, which may itself contain spaces and parentheses.
+         * utime, stime (clock ticks), ppid, start time, cutime and cstime (reaped children) of a process from its
+         * {@code /proc/<pid>/stat} line; the fields are counted after the parenthesised command name, which may
+         * itself contain spaces and parentheses.
          */
         static long[] parse(String line) {
             int close = line.lastIndexOf(')');
             if (close < 0) {
                 throw new IllegalArgumentException("not a /proc/<pid>/stat line (no ')' after the command): " + line);
             }
-            // after ")": field 3 state, 4 ppid, ..., 14 utime, 15 stime, ..., 22 starttime
+            // after ")": field 3 state, 4 ppid, ..., 14 utime, 15 stime, 16 cutime, 17 cstime, ..., 22 starttime
             String[] f = line.substring(close + 1).trim().split(" +");
             if (f.length < 20) {
                 throw new IllegalArgumentException("a /proc/<pid>/stat line has 52 fields, this one " + (f.length + 2)
                         + ": " + line);
             }
             return new long[] {Long.parseLong(f[11]), Long.parseLong(f[12]), Long.parseLong(f[1]),
-                    Long.parseLong(f[19])};
+                    Long.parseLong(f[19]), Long.parseLong(f[13]), Long.parseLong(f[14])};
         }
 
         /** The command (thread) name of a {@code /proc/<pid>/stat} line: between the first '(' and the last ')'. */

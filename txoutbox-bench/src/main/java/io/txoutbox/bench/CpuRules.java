@@ -26,6 +26,8 @@ final class CpuRules {
     static final String PG_WRITERS = "writer sessions";
     static final String PG_BACKGROUND = "background (autovacuum, WAL writer, checkpointer, postmaster)";
     static final String PG_OTHER = "other sessions (bench set-up, probes, meter)";
+    /** Backends that ended in the window, the CPU after their last sample (any group; from the postmaster). */
+    static final String PG_ENDED_UNSAMPLED = "ended after their last sample (any group)";
 
     /** The application_name of the writers' sessions. */
     static final String WRITER_APPLICATION = "bench-writer";

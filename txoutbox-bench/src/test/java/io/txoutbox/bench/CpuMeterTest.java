@@ -54,10 +54,10 @@ class CpuMeterTest {
 
     @Test
     void procStatFieldsAreCountedAfterACommandWithSpacesAndParentheses() {
-        String line = "4242 (C2 Compiler) (x)) S 17 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 1 0 99887"
+        String line = "4242 (C2 Compiler) (x)) S 17 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 20 20 0 1 0 99887"
                 + " 123456 789 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
         long[] f = CpuMeter.ProcStat.parse(line);
-        assertThat(f).containsExactly(250, 75, 17, 99887);
+        assertThat(f).containsExactly(250, 75, 17, 99887, 0, 20);
         assertThat(CpuMeter.ProcStat.comm(line)).isEqualTo("C2 Compiler) (x)");
     }
 
@@ -91,7 +91,7 @@ class CpuMeterTest {
         Map<String, Long> backends = Map.of(CpuRules.PG_RELAY_LANES, 2_000_000_000L, CpuRules.PG_WRITERS,
                 6_000_000_000L);
         CpuMeter.Result cpu = new CpuMeter.Result(10, 2, "1 1 1", "2 2 2", 0.5, 20_000_000_000L, 4_000_000_000L,
-                threads, backends, true, 0, 10, 0, 5);
+                threads, backends, true, 0, 10, 0, 5, 0, 0);
         PgCost.Delta pg = new PgCost.Delta(true, 300, 200, 2_000_000, 10_000, 3_000_000, 6_000_000, 10_000, 10_000,
                 9_000, Map.of());
         CostReport r = new CostReport(cpu, pg, 10_000, 100, 10_000, -1);
