@@ -56,22 +56,22 @@ class CpuMeterTest {
     void procStatFieldsAreCountedAfterACommandWithSpacesAndParentheses() {
         String line = "4242 (C2 Compiler) (x)) S 17 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 20 20 0 1 0 99887"
                 + " 123456 789 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
-        long[] f = CpuMeter.ProcStat.parse(line);
+        long[] f = ProcStat.parse(line);
         assertThat(f).containsExactly(250, 75, 17, 99887, 0, 20);
-        assertThat(CpuMeter.ProcStat.comm(line)).isEqualTo("C2 Compiler) (x)");
+        assertThat(ProcStat.comm(line)).isEqualTo("C2 Compiler) (x)");
     }
 
     @Test
     void aTruncatedProcStatLineIsRefusedWithItsFieldCount() {
-        assertThatThrownBy(() -> CpuMeter.ProcStat.parse("12 (postgres) S 1 2 3"))
+        assertThatThrownBy(() -> ProcStat.parse("12 (postgres) S 1 2 3"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("has 52 fields, this one 6");
-        assertThatThrownBy(() -> CpuMeter.ProcStat.parse("garbage"))
+        assertThatThrownBy(() -> ProcStat.parse("garbage"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no ')'");
     }
 
     @Test
     void machineBusyIsTotalLessIdleAndIowait() {
-        long[] j = CpuMeter.ProcStat.parseMachine("cpu  100 10 40 800 50 0 0 0 0 0");
+        long[] j = ProcStat.parseMachine("cpu  100 10 40 800 50 0 0 0 0 0");
         assertThat(j).containsExactly(150, 1000);
     }
 
