@@ -140,8 +140,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         l.add(String.format("dead tuples: %s/event made by the relay (n_tup_upd + n_tup_del of the outbox table),"
                         + " n_dead_tup %+d (autovacuum lowers it)", Stats.fmt(deadPerEvent()), pg.deadDelta()));
         l.add(String.format("ended within the window: %d of %d threads, %d of %d backends (counted up to their last"
-                        + " 1-s sample); all backends that ended used %s CPU s (the postmaster's reaped children), %.2f"
-                        + " s of it sampled into the groups below", cpu.threadsEnded(), cpu.threadsSeen(),
+                        + " 1-s sample); in the window they used %s CPU s (from the postmaster's reaped children), %.2f"
+                        + " s of it sampled into their groups below", cpu.threadsEnded(), cpu.threadsSeen(),
                 cpu.backendsEnded(), cpu.backendsSeen(), cpu.endedBackendNanos() < 0 ? "?"
                         : String.format("%.2f", cpu.endedBackendNanos() / 1e9), cpu.endedSampledNanos() / 1e9));
         return l;

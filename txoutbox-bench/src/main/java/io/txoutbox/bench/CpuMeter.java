@@ -152,14 +152,17 @@ final class CpuMeter implements AutoCloseable {
             Map<String, Long> byBackend = new LinkedHashMap<>();
             int backendsEnded = 0;
             long endedSampled = 0;
+            long endedLifetime = 0; // up to the last sample, before the window too: what the reaped CPU holds of them
             for (Counter c : backendCpu.values()) {
                 byBackend.merge(c.component, toNanos(c.last - c.baseline), Long::sum);
                 backendsEnded += c.seenLast ? 0 : 1;
                 endedSampled += c.seenLast ? 0 : toNanos(c.last - c.baseline);
+                endedLifetime += c.seenLast ? 0 : toNanos(c.last);
             }
-            long reaped = reaped0 < 0 ? -1 : toNanos(reapedLast - reaped0);
-            if (reaped > endedSampled) {
-                byBackend.put(CpuRules.PG_ENDED_UNSAMPLED, reaped - endedSampled);
+            // a reaped child's whole life counts in cutime + cstime; what its last sample did not see is in the window
+            long unsampled = reaped0 < 0 ? -1 : toNanos(reapedLast - reaped0) - endedLifetime;
+            if (unsampled > 0) {
+                byBackend.put(CpuRules.PG_ENDED_UNSAMPLED, unsampled);
             }
             Map<String, Integer> endedGroups = new LinkedHashMap<>();
             backendCpu.values().stream().filter(c -> !c.seenLast).forEach(c -> endedGroups.merge(c.component, 1,
@@ -170,8 +173,8 @@ final class CpuMeter implements AutoCloseable {
             close();
             return new Result(wall, Runtime.getRuntime().availableProcessors(), load0, ProcStat.loadAverage(),
                     total == 0 ? Double.NaN : (double) busy / total, jvm, broker, byThread, byBackend, pg != null,
-                    threadsEnded, threadCpu.size() + nativeCpu.size(), backendsEnded, backendCpu.size(), reaped,
-                    endedSampled);
+                    threadsEnded, threadCpu.size() + nativeCpu.size(), backendsEnded, backendCpu.size(),
+                    unsampled < 0 ? -1 : endedSampled + unsampled, endedSampled);
         }
     }
 
@@ -280,8 +283,9 @@ final class CpuMeter implements AutoCloseable {
     /**
      * One window's CPU: per component in nanoseconds, JVM threads and PostgreSQL backends apart; {@code brokerNanos}
      * is the broker's own process ({@code -1} when it runs in this JVM), {@code machineBusy} the fraction of all cores
-     * busy ({@code /proc/stat}); {@code endedBackendNanos} all CPU of backends that ended in the window (the
-     * postmaster's reaped children, {@code -1} if unknown), {@code endedSampledNanos} the part of it the groups hold.
+     * busy ({@code /proc/stat}); {@code endedBackendNanos} the in-window CPU of backends that ended in it
+     * (from the postmaster's reaped children, {@code -1} if unknown), {@code endedSampledNanos} the part the groups
+     * hold.
      */
     record Result(double wallSeconds, int cpus, String loadStart, String loadEnd, double machineBusy, long jvmNanos,
                   long brokerNanos, Map<String, Long> threads, Map<String, Long> backends, boolean backendsMeasured,
