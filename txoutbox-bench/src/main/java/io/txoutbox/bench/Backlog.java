@@ -43,6 +43,12 @@ final class Backlog {
      * after it.
      */
     static Written write(BenchEnv env, OutboxSchema schema, Events events, String topic, long n) throws SQLException {
+        return write(env, schema, events, topic, n, () -> { });
+    }
+
+    /** {@link #write}, running {@code beforeCommit} last before the commit (a running relay starts at the commit). */
+    static Written write(BenchEnv env, OutboxSchema schema, Events events, String topic, long n, Runnable beforeCommit)
+            throws SQLException {
         Outbox outbox = Outbox.builder().schema(schema).build();
         env.execute("CHECKPOINT");
         String lsn0 = env.walLsn();
@@ -50,6 +56,7 @@ final class Backlog {
         double seconds;
         long wal;
         try (Connection c = env.dataSource().getConnection()) {
+            c.setClientInfo("ApplicationName", CpuRules.WRITER_APPLICATION);
             c.setAutoCommit(false);
             List<OutboxMessage> chunk = new ArrayList<>(Outbox.MAX_ROWS_PER_STATEMENT);
             for (long i = 0; i < n; i++) {
@@ -65,6 +72,7 @@ final class Backlog {
                 st.execute("ANALYZE " + schema.qualifiedOutboxTable());
                 st.execute("CHECKPOINT");
             }
+            beforeCommit.run();
             c.commit();
         }
         return new Written(n, seconds, wal);

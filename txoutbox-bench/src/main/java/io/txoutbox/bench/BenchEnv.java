@@ -1,6 +1,7 @@
 package io.txoutbox.bench;
 
 import io.txoutbox.testing.kafka.KafkaBroker;
+import io.txoutbox.testing.kafka.KafkaBrokerProcess;
 import io.txoutbox.testing.postgres.TestPostgres;
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
@@ -12,7 +13,9 @@ import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
@@ -31,7 +34,9 @@ final class BenchEnv implements AutoCloseable {
     private final CommonOptions options;
     private final TestPostgres embeddedPostgres;
     private final KafkaBroker broker;
+    private final KafkaBrokerProcess brokerProcess;
     private final PGSimpleDataSource dataSource;
+    private final PGSimpleDataSource relayDataSource;
     private final String bootstrapServers;
     private final Admin admin;
 
@@ -46,34 +51,107 @@ final class BenchEnv implements AutoCloseable {
         }
     }
 
+    /**
+     * The PostgreSQL role relays connect as on the embedded server: their statements apart in
+     * {@code pg_stat_statements}, their sessions apart in {@code pg_stat_activity}.
+     */
+    static final String RELAY_ROLE = "txoutbox_relay";
+
+    /** Services with the broker in this JVM unless {@code --broker process}. */
     BenchEnv(CommonOptions options) {
+        this(options, false, false);
+    }
+
+    /**
+     * @param brokerProcessByDefault the broker in its own JVM unless {@code --broker in-process}
+     * @param measuresCost for {@link CostWindow}: the embedded server preloads {@code pg_stat_statements} and relays
+     *     connect as {@link #RELAY_ROLE}
+     */
+    BenchEnv(CommonOptions options, boolean brokerProcessByDefault, boolean measuresCost) {
         this.options = options;
+        boolean process = options.brokerProcess(brokerProcessByDefault); // a bad --broker fails before any start
         if (options.jdbcUrl == null) {
-            embeddedPostgres = TestPostgres.startEmbedded();
+            Map<String, String> settings = new LinkedHashMap<>();
+            if (measuresCost) {
+                settings.put("shared_preload_libraries", "pg_stat_statements");
+            }
+            settings.putAll(options.pgSettings);
+            embeddedPostgres = TestPostgres.startEmbedded(settings);
             dataSource = embeddedPostgres.dataSource();
+            relayDataSource = measuresCost ? createRelayRole() : dataSource;
         } else {
+            if (!options.pgSettings.isEmpty()) {
+                throw new IllegalArgumentException("--pg-setting applies to the embedded server only; set "
+                        + options.pgSettings.keySet() + " on the server of --jdbc-url yourself");
+            }
             embeddedPostgres = null;
             dataSource = new PGSimpleDataSource();
             dataSource.setURL(options.jdbcUrl);
             dataSource.setUser(options.jdbcUser);
             dataSource.setPassword(options.jdbcPassword);
+            relayDataSource = dataSource;
         }
-        if (options.bootstrapServers == null) {
+        if (options.bootstrapServers != null) {
+            broker = null;
+            brokerProcess = null;
+            bootstrapServers = options.bootstrapServers;
+        } else if (process) {
+            broker = null;
+            KafkaBrokerProcess.Builder b = KafkaBrokerProcess.builder()
+                    // full JIT as in-process (the harness's default is C1 only, for fast starts in tests)
+                    .jvmArgs("-XX:TieredStopAtLevel=4", "-Xmx1g");
+            options.brokerProperties.forEach(b::property);
+            brokerProcess = b.start();
+            bootstrapServers = brokerProcess.bootstrapServers();
+        } else {
             KafkaBroker.Builder b = KafkaBroker.builder();
             options.brokerProperties.forEach(b::property);
             broker = b.start();
+            brokerProcess = null;
             bootstrapServers = broker.bootstrapServers();
-        } else {
-            broker = null;
-            bootstrapServers = options.bootstrapServers;
         }
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         admin = Admin.create(p);
     }
 
+    private PGSimpleDataSource createRelayRole() {
+        execute("CREATE ROLE " + RELAY_ROLE + " LOGIN SUPERUSER PASSWORD '" + RELAY_ROLE + "'");
+        try {
+            execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+        } catch (IllegalStateException e) {
+            log.warn("pg_stat_statements is not available (round trips and WAL per role not measured): {}",
+                    e.getMessage());
+        }
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setURL(embeddedPostgres.jdbcUrl());
+        ds.setUser(RELAY_ROLE);
+        ds.setPassword(RELAY_ROLE);
+        ds.setApplicationName("bench-relay");
+        return ds;
+    }
+
     PGSimpleDataSource dataSource() {
         return dataSource;
+    }
+
+    /** The data source of relays: the relay's own role on the embedded server. */
+    PGSimpleDataSource relayDataSource() {
+        return relayDataSource;
+    }
+
+    boolean isEmbeddedPostgres() {
+        return embeddedPostgres != null;
+    }
+
+    /** Whether relays connect as {@link #RELAY_ROLE}: their statements apart in {@code pg_stat_statements}. */
+    boolean hasRelayRole() {
+        return relayDataSource != dataSource;
+    }
+
+    /** The broker's process when it runs in its own JVM. */
+    OptionalLong brokerPid() {
+        return brokerProcess == null ? OptionalLong.empty() : OptionalLong.of(brokerProcess.pid());
     }
 
     String bootstrapServers() {
@@ -192,11 +270,17 @@ final class BenchEnv implements AutoCloseable {
                 + ", heap max " + (Runtime.getRuntime().maxMemory() >> 20) + " MiB");
         lines.add("load average at start / at report: " + startLoad + " / " + loadAverage()
                 + " (other processes on the machine skew results)");
-        lines.add("postgresql: " + queryString("SHOW server_version")
-                + (embeddedPostgres != null ? " (embedded: fsync=off, full_page_writes=off, synchronous_commit=on, "
-                + "shared_buffers=256MB)" : " (" + options.jdbcUrl + ", fsync=" + queryString("SHOW fsync") + ")"));
+        StringBuilder pg = new StringBuilder();
+        for (String name : List.of("fsync", "full_page_writes", "synchronous_commit", "shared_buffers",
+                "shared_preload_libraries")) {
+            pg.append(pg.length() == 0 ? "" : ", ").append(name).append('=').append(queryString("SHOW " + name));
+        }
+        lines.add("postgresql: " + queryString("SHOW server_version") + " ("
+                + (embeddedPostgres != null ? "embedded" : options.jdbcUrl) + ": " + pg + ")");
         lines.add("kafka: clients " + AppInfoParser.getVersion()
                 + (broker != null ? ", in-process single-node KRaft broker " + options.brokerProperties
+                : brokerProcess != null ? ", single-node KRaft broker in its own JVM (pid " + brokerProcess.pid()
+                + ", -Xmx1g, SerialGC) " + options.brokerProperties
                 : ", broker " + bootstrapServers));
         return lines;
     }
@@ -209,6 +293,9 @@ final class BenchEnv implements AutoCloseable {
             try {
                 if (broker != null) {
                     broker.close();
+                }
+                if (brokerProcess != null) {
+                    brokerProcess.close();
                 }
             } finally {
                 if (embeddedPostgres != null) {

@@ -22,6 +22,14 @@ final class CommonOptions {
     @Option(names = "--broker-property", description = "in-process broker property k=v (repeatable)")
     Map<String, String> brokerProperties = new LinkedHashMap<>();
 
+    @Option(names = "--pg-setting", description = "embedded PostgreSQL setting name=value (repeatable), e.g."
+            + " full_page_writes=on, fsync=on (steady and drain preload pg_stat_statements unless replaced)")
+    Map<String, String> pgSettings = new LinkedHashMap<>();
+
+    @Option(names = "--broker", description = "where the broker runs: in-process or process (its own JVM, its CPU"
+            + " seen apart); default: process for steady, in-process for the others")
+    String broker;
+
     @Option(names = "--partitions", defaultValue = "6", description = "partitions per topic (default ${DEFAULT-VALUE})")
     int partitions;
 
@@ -37,4 +45,17 @@ final class CommonOptions {
 
     @Option(names = "--producer-property", description = "producer property k=v for all contenders (repeatable)")
     Map<String, String> producerProperties = new LinkedHashMap<>();
+
+    /** Whether {@code --broker} asks for a broker in its own JVM. */
+    boolean brokerProcess(boolean byDefault) {
+        if (broker == null) {
+            return byDefault;
+        }
+        return switch (broker) {
+            case "process" -> true;
+            case "in-process" -> false;
+            default -> throw new IllegalArgumentException("--broker must be in-process or process, was '" + broker
+                    + "'");
+        };
+    }
 }

@@ -72,15 +72,15 @@ final class DrainBench implements Callable<Integer> {
                     + "0 skips it (default ${DEFAULT-VALUE})")
     List<Integer> pgOnlyBatches;
 
-    private BenchEnv env;
-    private Events gen;
+    BenchEnv env;
+    Events gen;
 
     /** One timed run of a contender. */
     record Result(long events, double seconds, long walDrainBytes, long walWriteBytes, double writeSeconds,
-                  boolean reachedEnd, long notPublished, Anatomy anatomy) {
+                  boolean reachedEnd, long notPublished, Anatomy anatomy, CostReport cost) {
         Result(long events, double seconds, long walDrainBytes, long walWriteBytes, double writeSeconds,
                boolean reachedEnd, long notPublished) {
-            this(events, seconds, walDrainBytes, walWriteBytes, writeSeconds, reachedEnd, notPublished, null);
+            this(events, seconds, walDrainBytes, walWriteBytes, writeSeconds, reachedEnd, notPublished, null, null);
         }
 
         double rate() {
@@ -105,8 +105,9 @@ final class DrainBench implements Callable<Integer> {
         for (String rc : relayConfigs) {
             String[] p = rc.trim().toLowerCase().split("x");
             contenders.add(p.length == 3
-                    ? new RelayContender(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]))
-                    : new RelayContender(1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
+                    ? new DrainRelayContender(this, Integer.parseInt(p[0]), Integer.parseInt(p[1]),
+                            Integer.parseInt(p[2]))
+                    : new DrainRelayContender(this, 1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
         }
         if (!noRaw) {
             contenders.add(new RawContender());
@@ -122,7 +123,9 @@ final class DrainBench implements Callable<Integer> {
         if (naiveLinger0Events > 0) {
             contenders.add(new NaiveContender(naiveLinger0Events, "0"));
         }
-        try (BenchEnv e = new BenchEnv(common)) {
+        // the broker in-process by default, as in every earlier drain: figures stay comparable; its threads are
+        // counted apart by name
+        try (BenchEnv e = new BenchEnv(common, false, true)) {
             env = e;
             Map<String, List<Result>> results = new LinkedHashMap<>();
             contenders.forEach(c -> results.put(c.name(), new ArrayList<>()));
@@ -148,6 +151,9 @@ final class DrainBench implements Callable<Integer> {
         StringBuilder out = new StringBuilder();
         out.append("\n## drain\n\n");
         machine.forEach(l -> out.append("- ").append(l).append('\n'));
+        results.forEach((name, rs) -> rs.stream().map(Result::cost).filter(java.util.Objects::nonNull)
+                .reduce(CostReport::plus).ifPresent(c -> out.append("- ").append(name).append(": ")
+                        .append(c.saturationLine()).append('\n')));
         out.append("- producer settings (all contenders): ").append(ProducerSettings.effective(common)).append('\n');
         out.append("- command: ").append(command()).append("\n\n");
         Stats.Table t = new Stats.Table("contender", "events", "events/s per round", "median events/s",
@@ -205,6 +211,16 @@ final class DrainBench implements Callable<Integer> {
                     Stats.fmt(wall - tr));
         }
         out.append("\nrelay batch anatomy (medians over rounds):\n\n").append(an);
+        for (var en : results.entrySet()) {
+            CostReport cost = en.getValue().stream().map(Result::cost).filter(java.util.Objects::nonNull)
+                    .reduce(CostReport::plus).orElse(null);
+            if (cost != null) {
+                out.append("\n### what the relay cost: ").append(en.getKey()).append(" (drain windows of all rounds;"
+                        + " writers: the backlog's write phase, ").append(Outbox.MAX_ROWS_PER_STATEMENT)
+                        .append(" rows per INSERT, one transaction)\n\n");
+                cost.lines().forEach(l -> out.append(l).append('\n'));
+            }
+        }
         System.out.println(out);
     }
 
@@ -216,111 +232,12 @@ final class DrainBench implements Callable<Integer> {
         return "bench drain " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
     }
 
-    private Duration timeout(long n) {
+    Duration timeout(long n) {
         return Duration.ofSeconds(Math.max(120, n / 200));
     }
 
     // ---- contenders -------------------------------------------------------------------------------------------
 
-    /** txoutbox's PollingRelay with the Kafka transport. */
-    private final class RelayContender implements Contender {
-        private final int instances;
-        private final int lanes;
-        private final int batchSize;
-
-        RelayContender(int instances, int lanes, int batchSize) {
-            this.instances = instances;
-            this.lanes = lanes;
-            this.batchSize = batchSize;
-        }
-
-        @Override
-        public String name() {
-            return "relay " + (instances > 1 ? "instances=" + instances + " " : "") + "lanes=" + lanes + " batch="
-                    + batchSize;
-        }
-
-        @Override
-        public Result run(String id) throws Exception {
-            String topic = "drain-" + id;
-            env.createTopic(topic, Map.of());
-            OutboxSchema schema = Backlog.createSchema(env, "bench_" + id);
-            TimedTransport timed = new TimedTransport(
-                    KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(common), common));
-            // instances of one relay group: the same name, each with its own transport (as separate processes)
-            List<PollingRelay> group = new ArrayList<>();
-            for (int i = 0; i < instances; i++) {
-                group.add(PollingRelay.builder().dataSource(env.dataSource())
-                        .transport(i == 0 ? timed : KafkaTransports.create(env.bootstrapServers(),
-                                ProducerSettings.effective(common), common))
-                        .schema(schema).name("bench-" + id.replace('_', '-')).lanes(lanes).batchSize(batchSize)
-                        .build().start());
-            }
-            PollingRelay relay = group.get(0);
-            try (CommittedReader reader = new CommittedReader(env.bootstrapServers(), topic, null)) {
-                long spread = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                while (!shared(group) && System.nanoTime() < spread) {
-                    Thread.sleep(50); // membership settles within a couple of seconds
-                }
-                RelayWarmUp.run(env, group, schema, gen, topic + "-warm");
-                reader.awaitReady();
-                Backlog.Written w = Backlog.write(env, schema, gen, topic, events);
-                timed.reset();
-                long batches0 = batches(group);
-                String lsn0 = env.walLsn();
-                long t0 = System.nanoTime();
-                group.forEach(PollingRelay::nudge);
-                long deadline = t0 + timeout(events).toNanos();
-                while (RelayWarmUp.published(group) < RelayWarmUp.EVENTS + events) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("relay published " + RelayWarmUp.published(group) + " of "
-                                + events);
-                    }
-                    Thread.sleep(0, 500_000);
-                }
-                long tMarked = System.nanoTime();
-                long batches = batches(group) - batches0;
-                Anatomy anatomy = new Anatomy(batches, (tMarked - t0) / 1e6 * lanes / batches, timed.meanMillis(),
-                        timed.maxMillis());
-                long tRead = reader.awaitCount(events, timeout(events));
-                if (!reader.reachedEndOffsets()) {
-                    log.warn("  relay: reader at {} records but not at the end offsets: {}", reader.count(),
-                            reader.positions());
-                }
-                long t1 = Math.max(tMarked, tRead);
-                long wal = env.walBytesBetween(lsn0, env.walLsn());
-                log.info("  marked at {} ms, read at {} ms, {}; {}", (tMarked - t0) / 1_000_000,
-                        (tRead - t0) / 1_000_000, relay.stats(), anatomy);
-                return new Result(events, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), reader.reachedEndOffsets(),
-                        Backlog.notPublished(env, schema), anatomy);
-            } finally {
-                group.forEach(PollingRelay::close);
-                Backlog.dropSchema(env, schema);
-                env.deleteTopic(topic);
-                env.deleteTopic(topic + "-warm");
-            }
-        }
-    }
-
-    /** Every lane owned, and by every instance its share. */
-    private static boolean shared(List<PollingRelay> group) {
-        int owned = 0;
-        for (PollingRelay r : group) {
-            if (r.stats().lanesOwned() == 0) {
-                return false;
-            }
-            owned += r.stats().lanesOwned();
-        }
-        return owned == group.get(0).config().lanes();
-    }
-
-    private static long batches(List<PollingRelay> group) {
-        long sum = 0;
-        for (PollingRelay r : group) {
-            sum += r.stats().batches();
-        }
-        return sum;
-    }
 
     /** A plain idempotent producer sending the same records as fast as it can: the transport's ceiling. */
     private final class RawContender implements Contender {
@@ -455,7 +372,7 @@ final class DrainBench implements Callable<Integer> {
                         batches);
                 return new Result(done, (t1 - t0) / 1e9, wal, w.walBytes(), w.seconds(), true,
                         Backlog.notPublished(env, schema),
-                        new Anatomy(batches, (t1 - t0) / 1e6 / batches, claimNanos / 1e6 / batches, Double.NaN));
+                        new Anatomy(batches, (t1 - t0) / 1e6 / batches, claimNanos / 1e6 / batches, Double.NaN), null);
             } finally {
                 Backlog.dropSchema(env, schema);
             }

@@ -1,5 +1,6 @@
 package io.txoutbox.bench;
 
+import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,7 +49,10 @@ final class SteadyBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Events gen = new Events(common.keys, common.payloadBytes);
-        try (BenchEnv env = new BenchEnv(common)) {
+        List<String> costs = new ArrayList<>();
+        List<String> saturation = new ArrayList<>();
+        // the broker in its own JVM by default: its CPU apart from the relay's and the load generator's
+        try (BenchEnv env = new BenchEnv(common, true, true)) {
             Stats.Table t = new Stats.Table("target events/s", "achieved events/s", "committed", "undelivered",
                     "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "writer lag p99 ms", "claim at end");
             int k = 0;
@@ -58,6 +62,24 @@ final class SteadyBench implements Callable<Integer> {
                         duration, warmup, writers, lanes, batch);
                 try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers)) {
                     run.start(lanes, batch);
+                    run.awaitElapsed(warmup);
+                    CostWindow cw = CostWindow.open(env, run.schema());
+                    PollingRelay.RelayStats s0 = run.relay().stats();
+                    run.awaitElapsed(warmup + duration);
+                    PollingRelay.RelayStats s1 = run.relay().stats();
+                    // no wait for the table counters: both ends lag by about the same second of work
+                    CostReport cost = cw.close(s1.published() - s0.published(), s1.batches() - s0.batches(), -1, -1,
+                            0);
+                    costs.add("\n### what the relay cost at " + rate + " events/s (the measured " + duration
+                            + " s; µs per event the relay published)\n");
+                    costs.addAll(cost.lines());
+                    saturation.add("- " + rate + " events/s: " + cost.saturationLine() + "; load average "
+                            + cost.cpu().loadStart() + " → " + cost.cpu().loadEnd() + " over the measured window");
+                    log.info("steady {}: relay {} µs/event ({} threads + {} backends), {} events/batch, {} round"
+                                    + " trips/batch", rate, Stats.fmt(cost.relayMicrosPerEvent()),
+                            Stats.fmt(CostReport.microsPerEvent(cost.relayThreadNanos(), cost.published())),
+                            Stats.fmt(CostReport.microsPerEvent(cost.relayBackendNanos(), cost.published())),
+                            Stats.fmt(cost.eventsPerBatch()), Stats.fmt(cost.roundTripsPerBatch()));
                     run.finish(Duration.ofSeconds(60));
                     String probe = run.claimProbe(lanes, batch);
                     // by commit time; a pool that falls behind commits after the schedule's end: count those too
@@ -73,12 +95,14 @@ final class SteadyBench implements Callable<Integer> {
             List<String> out = new ArrayList<>();
             out.add("\n## steady\n");
             env.describe().forEach(l -> out.add("- " + l));
+            out.addAll(saturation);
             out.add("- producer settings: " + ProducerSettings.effective(common) + ", KafkaTransport mode " + common.mode);
             out.add("- relay lanes=" + lanes + " batch=" + batch + ", writers=" + writers + ", warm-up " + warmup
                     + " s (not counted), measured " + duration + " s per rate");
             out.add("- command: bench steady " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
             out.add("");
             out.add(t.toString());
+            out.addAll(costs);
             System.out.println(String.join("\n", out));
         }
         return 0;

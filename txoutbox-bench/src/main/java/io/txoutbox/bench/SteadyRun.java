@@ -81,7 +81,7 @@ final class SteadyRun implements AutoCloseable {
 
     /** Starts relay, consumer and writers; returns the schedule's start (nanoTime). */
     long start(int lanes, int batchSize) throws Exception {
-        relay = PollingRelay.builder().dataSource(env.dataSource())
+        relay = PollingRelay.builder().dataSource(env.relayDataSource())
                 .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(env.options()),
                         env.options()))
                 .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).build().start();
@@ -112,6 +112,7 @@ final class SteadyRun implements AutoCloseable {
 
     private void write(Outbox outbox) {
         try (Connection c = env.dataSource().getConnection()) {
+            c.setClientInfo("ApplicationName", CpuRules.WRITER_APPLICATION);
             c.setAutoCommit(false);
             while (!stopping) {
                 long slot = nextSlot.getAndIncrement();
@@ -196,6 +197,14 @@ final class SteadyRun implements AutoCloseable {
     /** Seconds since the schedule's start. */
     double elapsed() {
         return (System.nanoTime() - t0) / 1e9;
+    }
+
+    /** Sleeps until {@code seconds} after the schedule's start. */
+    void awaitElapsed(double seconds) throws InterruptedException {
+        long until = t0 + (long) (seconds * 1e9);
+        for (long wait = until - System.nanoTime(); wait > 0; wait = until - System.nanoTime()) {
+            Thread.sleep(Math.max(1, Math.min(wait / 1_000_000, 100)));
+        }
     }
 
     /**

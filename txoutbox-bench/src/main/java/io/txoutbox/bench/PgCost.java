@@ -1,0 +1,145 @@
+package io.txoutbox.bench;
+
+import io.txoutbox.OutboxSchema;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashMap;
+import java.util.Map;
+import javax.sql.DataSource;
+
+/**
+ * What the database did in a window, writers and relay apart: statements and WAL bytes per role from
+ * {@code pg_stat_statements} (the relay connects as {@link BenchEnv#RELAY_ROLE}, writers as the default user;
+ * counted when each statement ends, so without lag; commit records are not part of any statement's
+ * {@code wal_bytes}), all WAL from {@code pg_current_wal_lsn()}, and the outbox table's row counters from
+ * {@code pg_stat_user_tables} (flushed by each backend at most once a second: read them a second after the work).
+ */
+final class PgCost {
+
+    /** Per (role, query id): query text, calls and WAL bytes. */
+    record Counted(String role, String query, long calls, long walBytes) {
+    }
+
+    /** A snapshot; {@code statements} is empty when {@code pg_stat_statements} is not loaded. */
+    record Snapshot(Map<String, Counted> statements, String lsn, long inserted, long updated, long deleted,
+                    long dead) {
+    }
+
+    /**
+     * One window: relay statements (BEGIN apart), its BEGINs and WAL, writer INSERTs and WAL, all WAL, dead row
+     * versions.
+     */
+    record Delta(boolean statementsKnown, long relayStatements, long relayBegins, long relayWalBytes,
+                 long writerInserts, long writerWalBytes, long walBytes, long inserted, long deadMade, long deadDelta,
+                 Map<String, Long> relayCallsByQuery) {
+
+        Delta plus(Delta o) {
+            Map<String, Long> q = new HashMap<>(relayCallsByQuery);
+            o.relayCallsByQuery.forEach((k, v) -> q.merge(k, v, Long::sum));
+            return new Delta(statementsKnown && o.statementsKnown, relayStatements + o.relayStatements,
+                    relayBegins + o.relayBegins, relayWalBytes + o.relayWalBytes, writerInserts + o.writerInserts,
+                    writerWalBytes + o.writerWalBytes, walBytes + o.walBytes, inserted + o.inserted,
+                    deadMade + o.deadMade, deadDelta + o.deadDelta, q);
+        }
+    }
+
+    private PgCost() {
+    }
+
+    /** @param relayRole whether relays connect as {@link BenchEnv#RELAY_ROLE} (else statements are not split) */
+    static Snapshot snapshot(DataSource ds, OutboxSchema schema, boolean relayRole) {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            Map<String, Counted> statements = new HashMap<>();
+            if (relayRole && statementsLoaded(st)) {
+                try (ResultSet rs = st.executeQuery("SELECT r.rolname, s.queryid, s.query, s.calls,"
+                        + " s.wal_bytes::bigint FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid"
+                        + " WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")) {
+                    while (rs.next()) {
+                        statements.merge(rs.getString(1) + "/" + rs.getLong(2),
+                                new Counted(rs.getString(1), rs.getString(3), rs.getLong(4), rs.getLong(5)),
+                                (a, b) -> new Counted(a.role, a.query, a.calls + b.calls, a.walBytes + b.walBytes));
+                    }
+                }
+            }
+            st.execute("SELECT pg_stat_clear_snapshot()");
+            String lsn;
+            try (ResultSet rs = st.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                rs.next();
+                lsn = rs.getString(1);
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT n_tup_ins, n_tup_upd, n_tup_del, n_dead_tup"
+                    + " FROM pg_stat_user_tables WHERE schemaname = ? AND relname = ?")) {
+                String[] t = schema.qualifiedOutboxTable().replace("\"", "").split("\\.");
+                ps.setString(1, t[0]);
+                ps.setString(2, t[1]);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return new Snapshot(statements, lsn, 0, 0, 0, 0);
+                    }
+                    return new Snapshot(statements, lsn, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+                }
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not read the database's statistics: " + e.getMessage(), e);
+        }
+    }
+
+    private static boolean statementsLoaded(Statement st) throws SQLException {
+        try (ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"
+                + " AND current_setting('shared_preload_libraries') LIKE '%pg_stat_statements%'")) {
+            rs.next();
+            return rs.getLong(1) > 0;
+        }
+    }
+
+    static Delta delta(DataSource ds, Snapshot a, Snapshot b) {
+        long relay = 0;
+        long begins = 0;
+        long relayWal = 0;
+        long inserts = 0;
+        long writerWal = 0;
+        Map<String, Long> byQuery = new HashMap<>();
+        for (var e : b.statements.entrySet()) {
+            Counted s = e.getValue();
+            Counted before = a.statements.get(e.getKey());
+            long calls = s.calls - (before == null ? 0 : before.calls);
+            long wal = s.walBytes - (before == null ? 0 : before.walBytes);
+            if (calls == 0) {
+                continue;
+            }
+            String q = s.query.strip();
+            if (s.role.equals(BenchEnv.RELAY_ROLE)) {
+                if (q.equalsIgnoreCase("BEGIN")) {
+                    begins += calls;
+                } else {
+                    relay += calls;
+                    byQuery.merge(q.length() > 70 ? q.substring(0, 70).replaceAll("\\s+", " ") + "…" : q, calls,
+                            Long::sum);
+                }
+                relayWal += wal;
+            } else {
+                writerWal += wal;
+                if (q.regionMatches(true, 0, "INSERT", 0, 6)) {
+                    inserts += calls;
+                }
+            }
+        }
+        long walBytes;
+        try (Connection c = ds.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT pg_wal_lsn_diff(?::pg_lsn, ?::pg_lsn)::bigint")) {
+            ps.setString(1, b.lsn);
+            ps.setString(2, a.lsn);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                walBytes = rs.getLong(1);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not compare WAL positions: " + e.getMessage(), e);
+        }
+        return new Delta(!b.statements.isEmpty(), relay, begins, relayWal, inserts, writerWal, walBytes,
+                b.inserted - a.inserted, (b.updated - a.updated) + (b.deleted - a.deleted), b.dead - a.dead, byQuery);
+    }
+}
