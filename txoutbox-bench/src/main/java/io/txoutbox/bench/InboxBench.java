@@ -146,7 +146,7 @@ final class InboxBench implements Callable<Integer> {
                     }
                 }
             }
-            report(results, fillRate, e.describe());
+            InboxBenchReport.print(this, results, fillRate, e.describe());
         }
         return 0;
     }
@@ -392,48 +392,5 @@ final class InboxBench implements Callable<Integer> {
 
     private Duration timeout() {
         return Duration.ofSeconds(Math.max(120, events / 200));
-    }
-
-    // ---- report -----------------------------------------------------------------------------------------------
-
-    private void report(Map<String, List<Run>> results, double fillRate, List<String> machine) {
-        StringBuilder out = new StringBuilder();
-        out.append("\n## inbox\n\n");
-        machine.forEach(l -> out.append("- ").append(l).append('\n'));
-        out.append("- topic: ").append(events).append(" records, ").append(common.partitions).append(" partitions, ")
-                .append(common.keys).append(" keys, ").append(common.payloadBytes).append("-byte JSON values, relay ")
-                .append("headers; filled at ").append(Stats.fmt(fillRate)).append(" records/s (not a contender)\n");
-        out.append("- consumer properties (all three consumers): ").append(consumerProperties.isEmpty()
-                ? "client defaults (max.poll.records=500), read_committed" : consumerProperties).append('\n');
-        out.append("- data source of the inbox contenders: ").append(noPool
-                ? "unpooled PGSimpleDataSource (every getConnection() opens a new PostgreSQL connection)"
-                : "HikariCP pool, at most " + (lanes + 4) + " connections").append('\n');
-        out.append("- command: ").append(command()).append("\n\n");
-        List<Run> plain = results.get(PLAIN);
-        Stats.Table t = new Stats.Table("contender", "msg/s per round", "÷ plain per round",
-                "µs/msg over plain per round", "msg per batch");
-        for (Map.Entry<String, List<Run>> en : results.entrySet()) {
-            List<Run> rs = en.getValue();
-            List<String> rates = new ArrayList<>();
-            List<String> ratios = new ArrayList<>();
-            List<String> overheads = new ArrayList<>();
-            for (int i = 0; i < rs.size(); i++) {
-                rates.add(Stats.fmt(rs.get(i).rate()));
-                ratios.add(String.format("%.3f", rs.get(i).rate() / plain.get(i).rate()));
-                overheads.add(Stats.fmt((1 / rs.get(i).rate() - 1 / plain.get(i).rate()) * 1e6));
-            }
-            boolean isPlain = en.getKey().equals(PLAIN);
-            t.row(en.getKey(), String.join(" / ", rates), isPlain ? "1" : String.join(" / ", ratios),
-                    isPlain ? "-" : String.join(" / ", overheads),
-                    Stats.fmt(Stats.median(rs.stream().map(r -> (double) r.messages() / r.batches()).toList())));
-        }
-        out.append(t);
-        out.append("\nµs/msg over plain = 1/rate − 1/rate(plain) of the same round: the time each message costs beyond "
-                + "reading it.\n");
-        System.out.println(out);
-    }
-
-    private String command() {
-        return "txoutbox-bench/bench.sh " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
     }
 }

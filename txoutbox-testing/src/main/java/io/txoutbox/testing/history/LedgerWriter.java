@@ -1,23 +1,13 @@
 package io.txoutbox.testing.history;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
-import java.util.SplittableRandom;
-import java.util.TreeMap;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -84,39 +74,22 @@ public final class LedgerWriter implements AutoCloseable {
                         long rolledBackEvents, long retries, long errors, long failedEvents, long unknownOutcomes) {
     }
 
-    private final Config config;
-    private final String keySeqTable;
-    private final String ledgerTable;
+    private final LedgerWriterConfig config;
     private final List<String> keyNames;
-    private final AtomicLong issuedEvents = new AtomicLong();
-    private final AtomicLong committedTransactions = new AtomicLong();
-    private final AtomicLong committedEvents = new AtomicLong();
-    private final AtomicLong rolledBackTransactions = new AtomicLong();
-    private final AtomicLong rolledBackEvents = new AtomicLong();
-    private final AtomicLong retries = new AtomicLong();
-    private final AtomicLong errorCount = new AtomicLong();
-    private final AtomicLong failedEvents = new AtomicLong();
-    private final AtomicLong unknownOutcomes = new AtomicLong();
-    private final ConcurrentLinkedQueue<UUID> rolledBackIds = new ConcurrentLinkedQueue<>();
-    private final List<Throwable> keptErrors = Collections.synchronizedList(new ArrayList<>());
+    private final LedgerWriterLoop loop;
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final List<Thread> threads = new ArrayList<>();
-    private volatile boolean stopping;
     private volatile CountDownLatch finished = new CountDownLatch(0);
-    private volatile long startNanos;
-    private volatile long deadlineNanos;
 
-    private LedgerWriter(Config config) {
+    private LedgerWriter(LedgerWriterConfig config) {
         this.config = config;
-        String schema = Ledger.quote(config.schema);
-        this.keySeqTable = schema + "." + Ledger.KEY_SEQ_TABLE;
-        this.ledgerTable = schema + "." + Ledger.LEDGER_TABLE;
-        List<String> names = new ArrayList<>(config.keys);
-        for (int i = 1; i <= config.keys; i++) {
+        List<String> names = new ArrayList<>(config.keys());
+        for (int i = 1; i <= config.keys(); i++) {
             names.add(Ledger.keyName(i));
         }
         this.keyNames = List.copyOf(names);
+        this.loop = new LedgerWriterLoop(config, keyNames);
     }
 
     public static Builder builder(DataSource dataSource, String schema) {
@@ -128,18 +101,17 @@ public final class LedgerWriter implements AutoCloseable {
         if (!started.compareAndSet(false, true)) {
             throw new IllegalStateException("ledger writer already started");
         }
-        Ledger.create(config.dataSource, config.schema, config.keys);
+        Ledger.create(config.dataSource(), config.schema(), config.keys());
         log.info("ledger-writer: schema={} threads={} keys={} events={} duration={} rollbackShare={} "
                         + "eventsPerTransaction={} mode={} targetRate={}/s",
-                config.schema, config.threads, config.keys, config.events < 0 ? "unbounded" : config.events,
-                config.duration, config.rollbackShare, config.eventsPerTransaction, config.mode,
-                config.targetRate > 0 ? config.targetRate : "max");
-        finished = new CountDownLatch(config.threads);
-        startNanos = System.nanoTime();
-        deadlineNanos = config.duration == null ? Long.MAX_VALUE : startNanos + config.duration.toNanos();
-        for (int i = 0; i < config.threads; i++) {
+                config.schema(), config.threads(), config.keys(), config.events() < 0 ? "unbounded" : config.events(),
+                config.duration(), config.rollbackShare(), config.eventsPerTransaction(), config.mode(),
+                config.targetRate() > 0 ? config.targetRate() : "max");
+        finished = new CountDownLatch(config.threads());
+        loop.begin();
+        for (int i = 0; i < config.threads(); i++) {
             int writer = i;
-            Thread thread = new Thread(() -> run(writer), "txoutbox-ledger-writer-" + i);
+            Thread thread = new Thread(() -> loop.run(writer, finished), "txoutbox-ledger-writer-" + i);
             thread.setDaemon(true);
             threads.add(thread);
         }
@@ -161,14 +133,14 @@ public final class LedgerWriter implements AutoCloseable {
      * then interrupts them). Idempotent.
      */
     public void stop() {
-        stopping = true;
+        loop.requestStop();
         threads.forEach(LockSupport::unpark);
         boolean interrupted = false;
         try {
-            if (!finished.await(config.stopTimeout.toNanos(), TimeUnit.NANOSECONDS)) {
-                log.warn("ledger-writer: writers did not stop within {}, interrupting", config.stopTimeout);
+            if (!finished.await(config.stopTimeout().toNanos(), TimeUnit.NANOSECONDS)) {
+                log.warn("ledger-writer: writers did not stop within {}, interrupting", config.stopTimeout());
                 threads.forEach(Thread::interrupt);
-                finished.await(config.stopTimeout.toNanos(), TimeUnit.NANOSECONDS);
+                finished.await(config.stopTimeout().toNanos(), TimeUnit.NANOSECONDS);
             }
         } catch (InterruptedException e) {
             interrupted = true;
@@ -187,20 +159,17 @@ public final class LedgerWriter implements AutoCloseable {
     }
 
     public Stats stats() {
-        return new Stats(committedTransactions.get(), committedEvents.get(), rolledBackTransactions.get(),
-                rolledBackEvents.get(), retries.get(), errorCount.get(), failedEvents.get(), unknownOutcomes.get());
+        return loop.stats();
     }
 
     /** Ids of the events rolled back on purpose (never to be delivered). */
     public List<UUID> rolledBackEventIds() {
-        return List.copyOf(rolledBackIds);
+        return loop.rolledBackEventIds();
     }
 
     /** The first {@link #KEPT_ERRORS} failures (not counting retried serialization failures). */
     public List<Throwable> errors() {
-        synchronized (keptErrors) {
-            return List.copyOf(keptErrors);
-        }
+        return loop.errors();
     }
 
     /** The keys written, {@code k-0001} … */
@@ -209,254 +178,7 @@ public final class LedgerWriter implements AutoCloseable {
     }
 
     public String schema() {
-        return config.schema;
-    }
-
-    private void run(int writer) {
-        SplittableRandom random = new SplittableRandom(config.seed * 1_000_003L + writer);
-        Connection connection = null;
-        int consecutiveFailures = 0;
-        try {
-            while (!stopping && !Thread.currentThread().isInterrupted()) {
-                long firstEvent = claimEvents();
-                if (firstEvent < 0) {
-                    break;
-                }
-                int count = (int) Math.min(config.eventsPerTransaction,
-                        config.events < 0 ? Long.MAX_VALUE : config.events - firstEvent);
-                long intendedStart = awaitSlot(firstEvent);
-                if (intendedStart == Long.MIN_VALUE) {
-                    break; // stopped or past the deadline while waiting: the claimed events are not written
-                }
-                List<String> keys = pickKeys(random, count);
-                boolean rollBack = random.nextDouble() < config.rollbackShare;
-                List<UUID> ids = new ArrayList<>(count);
-                for (int i = 0; i < count; i++) {
-                    ids.add(config.eventIds.get());
-                }
-                try {
-                    if (connection == null) {
-                        connection = config.dataSource.getConnection();
-                        connection.setAutoCommit(false);
-                    }
-                    runTransaction(connection, writer, keys, ids, rollBack, intendedStart);
-                    consecutiveFailures = 0;
-                } catch (Throwable e) {
-                    consecutiveFailures++;
-                    errorCount.incrementAndGet();
-                    failedEvents.addAndGet(count);
-                    synchronized (keptErrors) {
-                        if (keptErrors.size() < KEPT_ERRORS) {
-                            keptErrors.add(e);
-                        }
-                    }
-                    log.warn("ledger-writer-{}: transaction of events {} failed: {}", writer, ids, e.toString());
-                    connection = discardIfBroken(connection);
-                    if (e instanceof Error && !(e instanceof AssertionError)) {
-                        throw (Error) e;
-                    }
-                    backOff(consecutiveFailures);
-                }
-            }
-        } finally {
-            closeQuietly(connection);
-            finished.countDown();
-        }
-    }
-
-    /**
-     * Claims the next {@code eventsPerTransaction} events of the budget (fewer at its end) and returns the number of
-     * the first; -1 when the budget is spent or time is up.
-     */
-    private long claimEvents() {
-        if (System.nanoTime() - deadlineNanos >= 0) {
-            return -1;
-        }
-        long first = issuedEvents.getAndAdd(config.eventsPerTransaction);
-        return config.events < 0 || first < config.events ? first : -1;
-    }
-
-    /**
-     * With a target rate, parks until the slot of the transaction whose first event is number {@code firstEvent};
-     * returns the slot's time, or {@link Long#MIN_VALUE} if stopped or the duration ended first.
-     */
-    private long awaitSlot(long firstEvent) {
-        if (config.targetRate <= 0) {
-            return System.nanoTime();
-        }
-        long due = startNanos + (long) (firstEvent * 1_000_000_000.0 / config.targetRate);
-        while (true) {
-            if (stopping || Thread.currentThread().isInterrupted() || due - deadlineNanos >= 0) {
-                return Long.MIN_VALUE;
-            }
-            long wait = due - System.nanoTime();
-            if (wait <= 0) {
-                return due;
-            }
-            LockSupport.parkNanos(this, wait);
-        }
-    }
-
-    private List<String> pickKeys(SplittableRandom random, int count) {
-        if (config.mode == MultiEventMode.SAME_KEY || count == 1) {
-            return Collections.nCopies(count, keyNames.get(random.nextInt(config.keys)));
-        }
-        List<String> picked = new ArrayList<>(count);
-        while (picked.size() < count) {
-            String key = keyNames.get(random.nextInt(config.keys));
-            if (!picked.contains(key)) {
-                picked.add(key);
-            }
-        }
-        return picked;
-    }
-
-    private void runTransaction(Connection connection, int writer, List<String> keys, List<UUID> ids,
-                                boolean rollBack, long intendedStart) throws SQLException {
-        for (int attempt = 1; ; attempt++) {
-            long start = System.nanoTime();
-            List<LedgerEntry> events;
-            try {
-                events = writeEvents(connection, writer, keys, ids);
-                if (rollBack) {
-                    connection.rollback();
-                    rolledBackTransactions.incrementAndGet();
-                    rolledBackEvents.addAndGet(events.size());
-                    rolledBackIds.addAll(ids);
-                    return;
-                }
-            } catch (SQLException e) {
-                rollbackQuietly(connection);
-                if (isRetryable(e) && attempt < config.maxAttempts) {
-                    retries.incrementAndGet();
-                    continue;
-                }
-                throw e;
-            } catch (RuntimeException e) {
-                rollbackQuietly(connection);
-                throw e;
-            }
-            try {
-                connection.commit();
-            } catch (SQLException e) {
-                rollbackQuietly(connection);
-                if (isRetryable(e) && attempt < config.maxAttempts) {
-                    retries.incrementAndGet(); // a serialization failure at commit means it did not commit
-                    continue;
-                }
-                unknownOutcomes.incrementAndGet();
-                throw e;
-            }
-            long committedNanos = System.nanoTime();
-            Instant committedWall = Instant.now();
-            committedTransactions.incrementAndGet();
-            committedEvents.addAndGet(events.size());
-            if (config.commitListener != null) {
-                config.commitListener.committed(new CommitListener.Commit(writer, events,
-                        config.targetRate > 0 ? intendedStart : start, start, committedNanos, committedWall));
-            }
-            return;
-        }
-    }
-
-    /** Locks the keys (sorted), then inserts ledger row and outbox row per event; returns the events in order. */
-    private List<LedgerEntry> writeEvents(Connection connection, int writer, List<String> keys, List<UUID> ids)
-            throws SQLException {
-        TreeMap<String, Integer> perKey = new TreeMap<>();
-        keys.forEach(key -> perKey.merge(key, 1, Integer::sum));
-        List<LedgerEntry> events = new ArrayList<>(ids.size());
-        try (PreparedStatement lock = connection.prepareStatement(
-                "UPDATE " + keySeqTable + " SET seq = seq + ? WHERE key = ? RETURNING seq");
-             PreparedStatement insert = connection.prepareStatement(
-                     "INSERT INTO " + ledgerTable + " (event_id, key, seq, writer) VALUES (?, ?, ?, ?)")) {
-            int next = 0;
-            for (var entry : perKey.entrySet()) {
-                String key = entry.getKey();
-                int count = entry.getValue();
-                lock.setInt(1, count);
-                lock.setString(2, key);
-                long last;
-                try (ResultSet row = lock.executeQuery()) {
-                    if (!row.next()) {
-                        throw new IllegalStateException("ledger key " + key + " has no row in " + keySeqTable);
-                    }
-                    last = row.getLong(1);
-                }
-                for (long seq = last - count + 1; seq <= last; seq++) {
-                    events.add(new LedgerEntry(ids.get(next++), key, seq));
-                }
-            }
-            for (LedgerEntry event : events) {
-                insert.setObject(1, event.eventId());
-                insert.setString(2, event.key());
-                insert.setLong(3, event.seq());
-                insert.setInt(4, writer);
-                insert.executeUpdate();
-                config.inserter.insert(connection, event.eventId(), event.key(), event.seq());
-            }
-        }
-        return events;
-    }
-
-    static boolean isRetryable(Throwable error) {
-        for (Throwable e = error; e != null; e = e.getCause()) {
-            if (e instanceof SQLException sql) {
-                for (SQLException next = sql; next != null; next = next.getNextException()) {
-                    String state = next.getSQLState();
-                    if ("40001".equals(state) || "40P01".equals(state)) {
-                        return true;
-                    }
-                }
-            }
-        }
-        return false;
-    }
-
-    private static Connection discardIfBroken(Connection connection) {
-        if (connection == null) {
-            return null;
-        }
-        try {
-            if (!connection.isClosed() && connection.isValid(2)) {
-                return connection;
-            }
-        } catch (SQLException ignored) {
-            // treated as broken
-        }
-        closeQuietly(connection);
-        return null;
-    }
-
-    private void backOff(int consecutiveFailures) {
-        long millis = Math.min(1_000, 5L << Math.min(consecutiveFailures, 8));
-        if (!stopping) {
-            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(millis));
-        }
-    }
-
-    private static void rollbackQuietly(Connection connection) {
-        try {
-            connection.rollback();
-        } catch (SQLException ignored) {
-            // the connection is checked before its next use
-        }
-    }
-
-    private static void closeQuietly(Connection connection) {
-        if (connection == null) {
-            return;
-        }
-        try {
-            connection.close();
-        } catch (SQLException ignored) {
-            // nothing left to do with it
-        }
-    }
-
-    private record Config(DataSource dataSource, String schema, int threads, int keys, long events,
-                          Duration duration, double rollbackShare, int eventsPerTransaction, MultiEventMode mode,
-                          double targetRate, EventInserter inserter, CommitListener commitListener, long seed,
-                          Supplier<UUID> eventIds, int maxAttempts, Duration stopTimeout) {
+        return config.schema();
     }
 
     /** Builds a {@link LedgerWriter}; every setter validates and names the property it rejects. */
@@ -588,9 +310,9 @@ public final class LedgerWriter implements AutoCloseable {
                 throw new IllegalArgumentException("ledgerWriter.eventsPerTransaction must be <= keys ("
                         + keys + ") with DISTINCT_KEYS, was " + eventsPerTransaction);
             }
-            return new LedgerWriter(new Config(dataSource, schema, threads, keys, events, duration, rollbackShare,
-                    eventsPerTransaction, mode, targetRate, inserter, commitListener, seed, eventIds, maxAttempts,
-                    stopTimeout));
+            return new LedgerWriter(new LedgerWriterConfig(dataSource, schema, threads, keys, events, duration,
+                    rollbackShare, eventsPerTransaction, mode, targetRate, inserter, commitListener, seed, eventIds,
+                    maxAttempts, stopTimeout));
         }
 
         private static int atLeastOne(String property, int value) {

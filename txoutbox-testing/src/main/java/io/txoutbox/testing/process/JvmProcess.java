@@ -1,21 +1,16 @@
 package io.txoutbox.testing.process;
 
-import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -55,13 +50,7 @@ public final class JvmProcess implements AutoCloseable {
     private final Process process;
     private final Path logFile;
     private final Path ownTempDir;
-    private final int maxLines;
-    private final Object lock = new Object();
-    private final Deque<String> lines = new ArrayDeque<>();
-    private long dropped;
-    private int openStreams = 2;
-    private final BufferedWriter logWriter;
-    private final List<Thread> readers = new ArrayList<>(2);
+    private final ProcessOutput output;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private JvmProcess(String name, Process process, Path logFile, Path ownTempDir, int maxLines,
@@ -70,8 +59,7 @@ public final class JvmProcess implements AutoCloseable {
         this.process = process;
         this.logFile = logFile;
         this.ownTempDir = ownTempDir;
-        this.maxLines = maxLines;
-        this.logWriter = logWriter;
+        this.output = new ProcessOutput(name, describe(), process, maxLines, logWriter);
     }
 
     public static Builder builder(Class<?> mainClass) {
@@ -87,20 +75,12 @@ public final class JvmProcess implements AutoCloseable {
      * manifest-only booter jar; their {@code surefire.test.class.path} property holds the real one.
      */
     public static String currentClasspath() {
-        String surefire = System.getProperty("surefire.test.class.path");
-        if (surefire != null && !surefire.isBlank()) {
-            return surefire;
-        }
-        return System.getProperty("java.class.path");
+        return JvmCommandLine.currentClasspath();
     }
 
     /** The {@code java} launcher of this JVM. */
     public static String currentJava() {
-        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        if (Files.isExecutable(java)) {
-            return java.toString();
-        }
-        return ProcessHandle.current().info().command().orElse("java");
+        return JvmCommandLine.currentJava();
     }
 
     public String name() {
@@ -127,17 +107,12 @@ public final class JvmProcess implements AutoCloseable {
 
     /** The output lines kept in memory so far (the oldest are dropped beyond the builder's maxLines). */
     public List<String> lines() {
-        synchronized (lock) {
-            return List.copyOf(lines);
-        }
+        return output.lines();
     }
 
     /** The last {@code n} output lines, joined, for failure messages. */
     public String tail(int n) {
-        synchronized (lock) {
-            List<String> all = new ArrayList<>(lines);
-            return String.join("\n", all.subList(Math.max(0, all.size() - n), all.size()));
-        }
+        return output.tail(n);
     }
 
     /**
@@ -145,42 +120,7 @@ public final class JvmProcess implements AutoCloseable {
      * timeout passes or the process closed its output without such a line.
      */
     public String awaitLine(Predicate<String> matcher, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        long seen = 0; // absolute index of the next line to test
-        synchronized (lock) {
-            while (true) {
-                long first = dropped;
-                if (seen < first) {
-                    seen = first;
-                }
-                int offset = (int) (seen - first);
-                int index = 0;
-                for (String line : lines) {
-                    if (index++ < offset) {
-                        continue;
-                    }
-                    seen++;
-                    if (matcher.test(line)) {
-                        return line;
-                    }
-                }
-                if (openStreams == 0) {
-                    throw new IllegalStateException(describe() + " closed its output (exit "
-                            + exitText() + ") without a matching line; last lines:\n" + tail(30));
-                }
-                long remaining = deadline - System.nanoTime();
-                if (remaining <= 0) {
-                    throw new IllegalStateException(describe() + " printed no matching line within " + timeout
-                            + "; last lines:\n" + tail(30));
-                }
-                try {
-                    TimeUnit.NANOSECONDS.timedWait(lock, remaining);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while waiting for output of " + describe(), e);
-                }
-            }
-        }
+        return output.awaitLine(matcher, timeout);
     }
 
     /** Waits for a line in which {@code regex} is found (not necessarily the whole line). */
@@ -254,7 +194,7 @@ public final class JvmProcess implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for " + describe() + " to exit", e);
         }
-        joinReaders(Duration.ofSeconds(5));
+        output.joinReaders(Duration.ofSeconds(5));
         return process.exitValue();
     }
 
@@ -273,15 +213,9 @@ public final class JvmProcess implements AutoCloseable {
                     Thread.currentThread().interrupt();
                 }
             }
-            joinReaders(Duration.ofSeconds(5));
+            output.joinReaders(Duration.ofSeconds(5));
         } finally {
-            synchronized (lock) {
-                try {
-                    logWriter.close();
-                } catch (IOException e) {
-                    log.warn("{}: could not close log file {}", describe(), logFile, e);
-                }
-            }
+            output.closeLog(logFile);
             if (ownTempDir != null) {
                 deleteRecursively(ownTempDir);
             }
@@ -297,75 +231,6 @@ public final class JvmProcess implements AutoCloseable {
         return "JvmProcess " + name + " (pid " + process.pid() + ")";
     }
 
-    private String exitText() {
-        return process.isAlive() ? "still running" : Integer.toString(process.exitValue());
-    }
-
-    private void joinReaders(Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        for (Thread reader : readers) {
-            long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (remainingMs <= 0) {
-                return;
-            }
-            try {
-                reader.join(remainingMs);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
-    }
-
-    private void startReader(InputStream stream, String streamName) {
-        Thread reader = new Thread(() -> readLines(stream), "txoutbox-testing-jvm-" + name + "-" + streamName);
-        reader.setDaemon(true);
-        readers.add(reader);
-        reader.start();
-    }
-
-    private void readLines(InputStream stream) {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = in.readLine()) != null) {
-                onLine(line);
-            }
-        } catch (IOException e) {
-            // the stream closes when the process dies; nothing else is expected here
-            log.debug("{}: output stream ended: {}", describe(), e.toString());
-        } catch (Throwable t) {
-            log.error("{}: output reader failed", describe(), t);
-        } finally {
-            synchronized (lock) {
-                openStreams--;
-                try {
-                    logWriter.flush();
-                } catch (IOException ignored) {
-                    // file already closed by close()
-                }
-                lock.notifyAll();
-            }
-        }
-    }
-
-    private void onLine(String line) {
-        synchronized (lock) {
-            lines.addLast(line);
-            if (lines.size() > maxLines) {
-                lines.removeFirst();
-                dropped++;
-            }
-            try {
-                logWriter.write(line);
-                logWriter.newLine();
-                logWriter.flush();
-            } catch (IOException e) {
-                // the log file is a convenience; the in-memory lines are what tests wait on
-                log.debug("{}: could not write log file: {}", describe(), e.toString());
-            }
-            lock.notifyAll();
-        }
-    }
 
     static void deleteRecursively(Path dir) {
         if (!Files.exists(dir)) {
@@ -477,23 +342,7 @@ public final class JvmProcess implements AutoCloseable {
 
         /** The command line {@link #start()} runs. */
         public List<String> command() {
-            List<String> command = new ArrayList<>();
-            command.add(java);
-            command.addAll(jvmArgs);
-            Map<String, String> props = new LinkedHashMap<>(systemProperties);
-            if (!hooks.isEmpty()) {
-                if (props.containsKey(FaultHooks.PROPERTY)) {
-                    throw new IllegalStateException("set " + FaultHooks.PROPERTY + " either with hook(...) or "
-                            + "systemProperty(...), not both");
-                }
-                props.put(FaultHooks.PROPERTY, FaultHooks.format(hooks));
-            }
-            props.forEach((k, v) -> command.add("-D" + k + "=" + v));
-            command.add("-cp");
-            command.add(classpath);
-            command.add(mainClass);
-            command.addAll(args);
-            return command;
+            return JvmCommandLine.of(java, jvmArgs, systemProperties, hooks, classpath, mainClass, args);
         }
 
         /** Starts the process; it runs until it exits or is killed. */
@@ -538,8 +387,7 @@ public final class JvmProcess implements AutoCloseable {
                     hooks.isEmpty() ? "none" : FaultHooks.format(hooks));
             log.debug("{} command: {}", jvm.describe(), String.join(" ", command).replace(classpath,
                     "<" + classpath.split(File.pathSeparator).length + " classpath entries>"));
-            jvm.startReader(process.getInputStream(), "out");
-            jvm.startReader(process.getErrorStream(), "err");
+            jvm.output.start();
             return jvm;
         }
     }
