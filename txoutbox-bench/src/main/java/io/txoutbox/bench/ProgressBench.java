@@ -38,6 +38,9 @@ final class ProgressBench implements Callable<Integer> {
             + " t.aggregate_id, t.aggregate_version, t.event_type, t.payload::text, t.payload_bytes, t.headers::text,"
             + " t.created_at, t.attempts";
 
+    /** Rows the progress UPDATEs reported, to check the table's counters against. */
+    private static final java.util.concurrent.atomic.AtomicLong UPDATED = new java.util.concurrent.atomic.AtomicLong();
+
     static final List<String> MODELS = List.of("row-update", "shard-cursor", "lane-cursor");
 
     @Mixin
@@ -52,6 +55,10 @@ final class ProgressBench implements Callable<Integer> {
     @Option(names = "--batches", split = ",", defaultValue = "7,55,500,2000",
             description = "batch sizes (default ${DEFAULT-VALUE})")
     int[] batches;
+
+    @Option(names = "--shards", defaultValue = "" + OutboxSchema.DEFAULT_SHARDS,
+            description = "shards of the outbox table (default ${DEFAULT-VALUE}, the schema's default)")
+    int shards;
 
     @Option(names = "--models", split = ",", defaultValue = "row-update,shard-cursor,lane-cursor",
             description = "models to run (default ${DEFAULT-VALUE})")
@@ -73,6 +80,9 @@ final class ProgressBench implements Callable<Integer> {
             if (b < 1) {
                 throw new IllegalArgumentException("--batches: a batch size must be at least 1, was " + b);
             }
+        }
+        if (shards < 1) {
+            throw new IllegalArgumentException("--shards must be at least 1, was " + shards);
         }
         if (events < 1) {
             throw new IllegalArgumentException("--events must be at least 1, was " + events);
@@ -96,7 +106,9 @@ final class ProgressBench implements Callable<Integer> {
     }
 
     private Result run(BenchEnv env, Events gen, String model, int batch, String schemaName) throws Exception {
-        OutboxSchema schema = Backlog.createSchema(env, schemaName);
+        env.execute("DROP SCHEMA IF EXISTS \"" + schemaName + "\" CASCADE");
+        OutboxSchema schema = OutboxSchema.builder().schema(schemaName).shards(shards).build();
+        schema.migrate(env.dataSource());
         String t = schema.qualifiedOutboxTable();
         String progress = "\"" + schemaName + "\".progress";
         try {
@@ -151,6 +163,8 @@ final class ProgressBench implements Callable<Integer> {
             }
             Thread.sleep(1_100);
             long[] after = counters(env, schemaName, schema.outboxTable(), model.equals("row-update"));
+            log.info("{} batch {}: progress UPDATEs reported {} rows, n_tup_upd {}", model, batch, UPDATED.getAndSet(0),
+                    after[1] - before[1]);
             if (done != events) {
                 throw new IllegalStateException(model + " batch " + batch + ": recorded " + done + " of " + events
                         + " events");
@@ -214,7 +228,7 @@ final class ProgressBench implements Callable<Integer> {
                         if (n > 0) {
                             record.setArray(1, c.createArrayOf("smallint", max.keySet().toArray(new Integer[0])));
                             record.setArray(2, c.createArrayOf("bigint", max.values().toArray(new Long[0])));
-                            record.executeUpdate();
+                            UPDATED.addAndGet(record.executeUpdate());
                         }
                         return n;
                     }
@@ -239,7 +253,7 @@ final class ProgressBench implements Callable<Integer> {
                         int n = claim(claim, batch, (id, shard) -> last[0] = Math.max(last[0], id));
                         if (n > 0) {
                             record.setLong(1, last[0]);
-                            record.executeUpdate();
+                            UPDATED.addAndGet(record.executeUpdate());
                         }
                         return n;
                     }
@@ -329,7 +343,7 @@ final class ProgressBench implements Callable<Integer> {
         out.add("\n## progress\n");
         env.describe().forEach(l -> out.add("- " + l));
         out.add("- " + events + " pending rows per run, written first (not measured) into a fresh outbox table of "
-                + "the real schema (64 shards, " + common.keys + " keys round-robin, " + common.payloadBytes
+                + "the real schema (" + shards + " shards, " + common.keys + " keys round-robin, " + common.payloadBytes
                 + "-byte payloads); then one session: claim the next batch in id order (the relay's columns read),"
                 + " record it, commit — each batch its own transaction (claim + record + commit)");
         out.add("- row-update: claim WHERE state = 'PENDING' ORDER BY id LIMIT n, mark UPDATE … SET state ="
