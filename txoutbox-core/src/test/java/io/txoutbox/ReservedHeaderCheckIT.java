@@ -27,6 +27,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * on plain and time-partitioned tables, whichever came first: the schema version or the conversion.
  */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class ReservedHeaderCheckIT {
 
     @RegisterExtension

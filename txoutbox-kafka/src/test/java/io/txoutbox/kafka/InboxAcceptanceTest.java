@@ -43,6 +43,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * mode-specific scenarios stay in the subclass.
  */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 abstract class InboxAcceptanceTest {
 
     @RegisterExtension

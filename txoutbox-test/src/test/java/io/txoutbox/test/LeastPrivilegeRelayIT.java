@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Tag;
  * {@link OutboxGrants.Component#ADMIN}'s, EXECUTE on the shard function revoked from PUBLIC.
  */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class LeastPrivilegeRelayIT extends PollingRelayInMemoryIT {
 
     @Override

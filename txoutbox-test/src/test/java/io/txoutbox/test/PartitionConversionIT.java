@@ -55,6 +55,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * of the legacy partition.
  */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class PartitionConversionIT {
 
     @RegisterExtension

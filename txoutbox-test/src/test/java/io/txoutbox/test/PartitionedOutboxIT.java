@@ -53,6 +53,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * ids carry the simulated time), conversion of an existing table, and the default partition as the safety net.
  */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class PartitionedOutboxIT {
 
     @RegisterExtension
