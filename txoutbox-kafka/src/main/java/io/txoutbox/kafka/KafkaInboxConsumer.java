@@ -120,6 +120,15 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         return RecordEventIds::fromHeaderOrCoordinates;
     }
 
+    /**
+     * The event id of a record of any key and value type (a Spring {@code @KafkaListener}'s
+     * {@code ConsumerRecord<String, String>}): its {@value KafkaHeaders#EVENT_ID} header, or, without one, the
+     * name-based UUID of its coordinates ({@link #eventIdFromHeaderOrCoordinates()}).
+     */
+    public static UUID eventIdOf(ConsumerRecord<?, ?> r) {
+        return RecordEventIds.fromHeaderOrCoordinates(r);
+    }
+
     /** A name-based (version 3) UUID of {@code topic/partition/offset}. */
     public static UUID eventIdFromCoordinates(ConsumerRecord<?, ?> r) {
         return RecordEventIds.fromCoordinates(r);

@@ -1,0 +1,125 @@
+package io.txoutbox.spring.internal;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.spring.AggregateEvent;
+import io.txoutbox.spring.OutboxEventPublisher;
+import java.sql.Connection;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The {@link OutboxEventPublisher} of the starter: joins the transaction that Spring bound to the outbox's
+ * {@code DataSource} ({@link DataSourceUtils}: a {@code DataSourceTransactionManager}, a {@code JpaTransactionManager}
+ * exposing its JDBC connection, jOOQ on a transaction-aware proxy of the same pool), INSERTs through core's
+ * {@link Outbox}, and wakes the in-process relay once per transaction after it commits.
+ */
+public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
+
+    private final DataSource dataSource;
+    private final Outbox outbox;
+    private final Runnable afterCommit;
+
+    /** {@code afterCommit}: run once after each transaction that published commits (the relay's nudge), or null. */
+    public SpringOutboxEventPublisher(DataSource dataSource, Outbox outbox, Runnable afterCommit) {
+        this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        this.outbox = Objects.requireNonNull(outbox, "outbox");
+        this.afterCommit = afterCommit;
+    }
+
+    @Override
+    public UUID publish(String topic, String key, Object event) {
+        return publish(topic, key, event, Map.of());
+    }
+
+    @Override
+    public UUID publish(String topic, String key, Object event, Map<String, String> headers) {
+        Objects.requireNonNull(event, "event must not be null");
+        OutboxMessage.Builder message = OutboxMessage.builder().topic(topic)
+                .eventType(event.getClass().getSimpleName()).objectPayload(event).headers(headers);
+        if (event instanceof AggregateEvent a) {
+            message.aggregate(a.aggregateType(), a.aggregateId());
+            if (a.aggregateVersion() != null) {
+                message.aggregateVersion(a.aggregateVersion());
+            }
+        } else {
+            if (key == null) {
+                throw new IllegalArgumentException("outboxEventPublisher.publish(\"" + topic + "\", null, "
+                        + event.getClass().getSimpleName() + "): an event without a key needs an aggregate: let "
+                        + event.getClass().getSimpleName() + " implement io.txoutbox.spring.AggregateEvent, or "
+                        + "publish(OutboxMessage) with .aggregate(type, id)");
+            }
+            message.aggregate(topic, key);
+        }
+        return publish(message.key(key).build());
+    }
+
+    @Override
+    public UUID publish(OutboxMessage message) {
+        return publish(List.of(message)).get(0);
+    }
+
+    @Override
+    public List<UUID> publish(List<OutboxMessage> messages) {
+        requireTransaction();
+        Connection connection = DataSourceUtils.getConnection(dataSource);
+        try {
+            if (!DataSourceUtils.isConnectionTransactional(connection, dataSource)) {
+                throw new IllegalStateException(notInTransaction("the transaction in progress is not on the outbox's "
+                        + "DataSource (another transaction manager or another DataSource)"));
+            }
+            List<UUID> ids = outbox.publish(connection, messages);
+            wakeAfterCommit();
+            return ids;
+        } finally {
+            DataSourceUtils.releaseConnection(connection, dataSource);
+        }
+    }
+
+    private static void requireTransaction() {
+        if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new IllegalStateException(notInTransaction("there is no transaction in progress"));
+        }
+    }
+
+    static String notInTransaction(String why) {
+        return "outboxEventPublisher.publish needs a Spring-managed transaction on the outbox's DataSource, and " + why
+                + ": run it inside a @Transactional method (or TransactionTemplate) together with the business "
+                + "changes, so the event commits or rolls back with them. Nothing was written.";
+    }
+
+    /**
+     * One synchronization per transaction, whatever the number of publish calls in it; looked up among the current
+     * transaction's synchronizations, so an inner REQUIRES_NEW transaction (whose outer ones are suspended) gets its own.
+     */
+    private void wakeAfterCommit() {
+        if (afterCommit == null || !TransactionSynchronizationManager.isSynchronizationActive()) {
+            return;
+        }
+        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
+            if (s instanceof WakeAfterCommit w && w.publisher == this) {
+                return;
+            }
+        }
+        TransactionSynchronizationManager.registerSynchronization(new WakeAfterCommit(this));
+    }
+
+    private static final class WakeAfterCommit implements TransactionSynchronization {
+        private final SpringOutboxEventPublisher publisher;
+
+        WakeAfterCommit(SpringOutboxEventPublisher publisher) {
+            this.publisher = publisher;
+        }
+
+        @Override
+        public void afterCommit() {
+            publisher.afterCommit.run();
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package io.txoutbox.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.txoutbox.Inbox;
+import io.txoutbox.kafka.KafkaHeaders;
+import io.txoutbox.kafka.KafkaTransport;
+import io.txoutbox.spi.Transport;
+import io.txoutbox.spring.app.OrdersApplication;
+import io.txoutbox.spring.app.PlaceOrder;
+import io.txoutbox.testing.kafka.KafkaBrokerProcess;
+import io.txoutbox.testing.postgres.TestDatabase;
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.transaction.annotation.Transactional;
+
+/**
+ * The order service and a payment listener in one application on a real broker (its own JVM; this module runs on
+ * Spring Boot's managed kafka-clients): Kafka is configured once, with {@code spring.kafka.*}, for the relay's producer
+ * and the listener; the relay publishes each committed event; the {@code @KafkaListener} applies each event once
+ * through {@link TransactionalInbox}, also when Kafka delivers a record twice.
+ */
+@SpringBootTest(classes = {OrdersApplication.class, KafkaRelayAndInboxIT.Payments.class}, properties = {
+        "txoutbox.relay.lanes=2",
+        "spring.jpa.hibernate.ddl-auto=create",
+        "spring.jpa.open-in-view=false",
+        "spring.flyway.enabled=false",
+        "spring.kafka.consumer.auto-offset-reset=earliest",
+        "spring.kafka.consumer.isolation-level=read-committed"})
+class KafkaRelayAndInboxIT {
+
+    private static final TestDatabase db = StarterDatabase.create("kafka");
+    private static final KafkaBrokerProcess kafka = KafkaBrokerProcess.builder().start();
+
+    static {
+        db.execute("CREATE TABLE payments (order_id text NOT NULL)");
+        kafka.createTopic(PlaceOrder.TOPIC, 3);
+    }
+
+    @DynamicPropertySource
+    static void services(DynamicPropertyRegistry registry) {
+        StarterDatabase.register(registry, db);
+        registry.add("spring.kafka.bootstrap-servers", kafka::bootstrapServers);
+    }
+
+    @AfterAll
+    static void stopBroker() {
+        kafka.close();
+    }
+
+    @TestConfiguration
+    static class Payments {
+        @Bean
+        PaymentListener paymentListener(JdbcTemplate jdbc, TransactionalInbox inbox) {
+            return new PaymentListener(jdbc, inbox);
+        }
+    }
+
+    /** The payment service's listener, as the design notes write it. */
+    static class PaymentListener {
+        final List<UUID> received = new CopyOnWriteArrayList<>();
+        final List<Inbox.Outcome> outcomes = new CopyOnWriteArrayList<>();
+        private final JdbcTemplate jdbc;
+        private final TransactionalInbox inbox;
+
+        PaymentListener(JdbcTemplate jdbc, TransactionalInbox inbox) {
+            this.jdbc = jdbc;
+            this.inbox = inbox;
+        }
+
+        @KafkaListener(topics = PlaceOrder.TOPIC, groupId = "payment")
+        @Transactional
+        public void on(ConsumerRecord<String, String> record) {
+            received.add(io.txoutbox.kafka.KafkaInboxConsumer.eventIdOf(record));
+            outcomes.add(inbox.once("payment", record,
+                    () -> jdbc.update("INSERT INTO payments (order_id) VALUES (?)", record.key())));
+        }
+    }
+
+    @Autowired
+    PlaceOrder placeOrder;
+    @Autowired
+    PaymentListener listener;
+    @Autowired
+    JdbcTemplate jdbc;
+    @Autowired
+    Transport transport;
+
+    @Test
+    void each_committed_order_is_published_to_kafka_and_paid_once_also_when_a_record_arrives_twice() throws Exception {
+        assertThat(transport).as("the transport Spring's Kafka settings configured").isInstanceOf(KafkaTransport.class);
+        List<UUID> ids = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            ids.add(placeOrder.withJdbc("order-" + i, BigDecimal.valueOf(i), false));
+        }
+        await().atMost(Duration.ofSeconds(60)).until(() -> listener.received.containsAll(ids));
+        assertThat(payments()).isEqualTo(20);
+
+        // Kafka delivers at least once: the same event again (same event_id header) must change nothing
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of("bootstrap.servers",
+                kafka.bootstrapServers()), new StringSerializer(), new StringSerializer())) {
+            ProducerRecord<String, String> again = new ProducerRecord<>(PlaceOrder.TOPIC, "order-0", "{}");
+            again.headers().add(KafkaHeaders.EVENT_ID, ids.get(0).toString().getBytes());
+            producer.send(again).get();
+        }
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> listener.received.stream().filter(ids.get(0)::equals).count() == 2);
+        assertThat(listener.outcomes).filteredOn(o -> o == Inbox.Outcome.DUPLICATE).hasSize(1);
+        assertThat(payments()).as("the duplicate was not paid again").isEqualTo(20);
+    }
+
+    private long payments() {
+        return jdbc.queryForObject("SELECT count(*) FROM payments", Long.class);
+    }
+}
