@@ -76,10 +76,10 @@ class KafkaRelayAndInboxIT {
         }
     }
 
-    /** The payment service's listener, as the design notes write it. */
+    /** The payment service's listener, as the design notes write it (a transactional proxy: read it by methods). */
     static class PaymentListener {
-        final List<UUID> received = new CopyOnWriteArrayList<>();
-        final List<Inbox.Outcome> outcomes = new CopyOnWriteArrayList<>();
+        private final List<UUID> received = new CopyOnWriteArrayList<>();
+        private final List<Inbox.Outcome> outcomes = new CopyOnWriteArrayList<>();
         private final JdbcTemplate jdbc;
         private final TransactionalInbox inbox;
 
@@ -94,6 +94,14 @@ class KafkaRelayAndInboxIT {
             received.add(io.txoutbox.kafka.KafkaInboxConsumer.eventIdOf(record));
             outcomes.add(inbox.once("payment", record,
                     () -> jdbc.update("INSERT INTO payments (order_id) VALUES (?)", record.key())));
+        }
+
+        public List<UUID> received() {
+            return received;
+        }
+
+        public List<Inbox.Outcome> outcomes() {
+            return outcomes;
         }
     }
 
@@ -113,7 +121,7 @@ class KafkaRelayAndInboxIT {
         for (int i = 0; i < 20; i++) {
             ids.add(placeOrder.withJdbc("order-" + i, BigDecimal.valueOf(i), false));
         }
-        await().atMost(Duration.ofSeconds(60)).until(() -> listener.received.containsAll(ids));
+        await().atMost(Duration.ofSeconds(60)).until(() -> listener.received().containsAll(ids));
         assertThat(payments()).isEqualTo(20);
 
         // Kafka delivers at least once: the same event again (same event_id header) must change nothing
@@ -124,8 +132,8 @@ class KafkaRelayAndInboxIT {
             producer.send(again).get();
         }
         await().atMost(Duration.ofSeconds(30))
-                .until(() -> listener.received.stream().filter(ids.get(0)::equals).count() == 2);
-        assertThat(listener.outcomes).filteredOn(o -> o == Inbox.Outcome.DUPLICATE).hasSize(1);
+                .until(() -> listener.received().stream().filter(ids.get(0)::equals).count() == 2);
+        assertThat(listener.outcomes()).filteredOn(o -> o == Inbox.Outcome.DUPLICATE).hasSize(1);
         assertThat(payments()).as("the duplicate was not paid again").isEqualTo(20);
     }
 
