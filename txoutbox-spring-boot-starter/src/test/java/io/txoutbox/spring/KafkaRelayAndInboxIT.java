@@ -3,6 +3,8 @@ package io.txoutbox.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.tracing.Span;
+import io.micrometer.tracing.Tracer;
 import io.txoutbox.Inbox;
 import io.txoutbox.kafka.KafkaHeaders;
 import io.txoutbox.kafka.KafkaTransport;
@@ -17,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -46,7 +49,10 @@ import org.springframework.transaction.annotation.Transactional;
         "spring.jpa.open-in-view=false",
         "spring.flyway.enabled=false",
         "spring.kafka.consumer.auto-offset-reset=earliest",
-        "spring.kafka.consumer.isolation-level=read-committed"})
+        "spring.kafka.consumer.isolation-level=read-committed",
+        // tracing: every span sampled, the listener container observes (continues the trace in the record's headers)
+        "management.tracing.sampling.probability=1.0",
+        "spring.kafka.listener.observation-enabled=true"})
 class KafkaRelayAndInboxIT {
 
     private static final TestDatabase db = StarterDatabase.create("kafka");
@@ -71,8 +77,8 @@ class KafkaRelayAndInboxIT {
     @TestConfiguration
     static class Payments {
         @Bean
-        PaymentListener paymentListener(JdbcTemplate jdbc, TransactionalInbox inbox) {
-            return new PaymentListener(jdbc, inbox);
+        PaymentListener paymentListener(JdbcTemplate jdbc, TransactionalInbox inbox, Tracer tracer) {
+            return new PaymentListener(jdbc, inbox, tracer);
         }
     }
 
@@ -80,18 +86,26 @@ class KafkaRelayAndInboxIT {
     static class PaymentListener {
         private final List<UUID> received = new CopyOnWriteArrayList<>();
         private final List<Inbox.Outcome> outcomes = new CopyOnWriteArrayList<>();
+        private final Map<UUID, String> traceIds = new ConcurrentHashMap<>();
         private final JdbcTemplate jdbc;
         private final TransactionalInbox inbox;
+        private final Tracer tracer;
 
-        PaymentListener(JdbcTemplate jdbc, TransactionalInbox inbox) {
+        PaymentListener(JdbcTemplate jdbc, TransactionalInbox inbox, Tracer tracer) {
             this.jdbc = jdbc;
             this.inbox = inbox;
+            this.tracer = tracer;
         }
 
         @KafkaListener(topics = PlaceOrder.TOPIC, groupId = "payment")
         @Transactional
         public void on(ConsumerRecord<String, String> record) {
-            received.add(io.txoutbox.kafka.KafkaInboxConsumer.eventIdOf(record));
+            UUID eventId = io.txoutbox.kafka.KafkaInboxConsumer.eventIdOf(record);
+            Span span = tracer.currentSpan();
+            if (span != null) {
+                traceIds.put(eventId, span.context().traceId());
+            }
+            received.add(eventId);
             outcomes.add(inbox.once("payment", record,
                     () -> jdbc.update("INSERT INTO payments (order_id) VALUES (?)", record.key())));
         }
@@ -103,6 +117,10 @@ class KafkaRelayAndInboxIT {
         public List<Inbox.Outcome> outcomes() {
             return outcomes;
         }
+
+        public Map<UUID, String> traceIds() {
+            return traceIds;
+        }
     }
 
     @Autowired
@@ -113,6 +131,8 @@ class KafkaRelayAndInboxIT {
     JdbcTemplate jdbc;
     @Autowired
     Transport transport;
+    @Autowired
+    Tracer tracer;
 
     @Test
     void each_committed_order_is_published_to_kafka_and_paid_once_also_when_a_record_arrives_twice() throws Exception {
@@ -135,6 +155,22 @@ class KafkaRelayAndInboxIT {
                 .until(() -> listener.received().stream().filter(ids.get(0)::equals).count() == 2);
         assertThat(listener.outcomes()).filteredOn(o -> o == Inbox.Outcome.DUPLICATE).hasSize(1);
         assertThat(payments()).as("the duplicate was not paid again").isEqualTo(20);
+    }
+
+    @Test
+    void the_trace_of_the_request_that_published_continues_in_the_listener() {
+        Span request = tracer.nextSpan().name("place-order").start();
+        UUID id;
+        try (Tracer.SpanInScope scope = tracer.withSpan(request)) {
+            id = placeOrder.withJdbc("traced-1", BigDecimal.ONE, false);
+        } finally {
+            request.end();
+        }
+        assertThat(jdbc.queryForObject("SELECT headers ->> 'traceparent' FROM outbox_event WHERE event_id = ?",
+                String.class, id)).as("the W3C traceparent in the event's headers")
+                .startsWith("00-" + request.context().traceId() + "-");
+        await().atMost(Duration.ofSeconds(60)).until(() -> listener.traceIds().containsKey(id));
+        assertThat(listener.traceIds().get(id)).as("the listener's trace").isEqualTo(request.context().traceId());
     }
 
     private long payments() {

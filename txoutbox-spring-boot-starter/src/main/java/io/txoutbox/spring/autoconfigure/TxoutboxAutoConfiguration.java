@@ -20,6 +20,7 @@ import io.txoutbox.spring.internal.Serializers;
 import io.txoutbox.spring.internal.SpringOutboxEventPublisher;
 import io.txoutbox.spring.internal.SpringTransactionalInbox;
 import io.txoutbox.spring.internal.StarterSettings;
+import io.txoutbox.spring.internal.TraceHeaders;
 import io.txoutbox.spring.internal.TxoutboxSettings;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ListableBeanFactory;
@@ -102,10 +103,10 @@ public class TxoutboxAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public OutboxEventPublisher outboxEventPublisher(ListableBeanFactory beans, Outbox outbox,
-            ObjectProvider<RelayLifecycle> relay) {
+            ObjectProvider<RelayLifecycle> relay, ObjectProvider<TraceHeaders> trace) {
         RelayLifecycle lifecycle = relay.getIfAvailable();
         return new SpringOutboxEventPublisher(outboxDataSource(beans), outbox,
-                lifecycle == null ? null : lifecycle::nudge);
+                lifecycle == null ? null : lifecycle::nudge, trace.getIfAvailable());
     }
 
     @Bean

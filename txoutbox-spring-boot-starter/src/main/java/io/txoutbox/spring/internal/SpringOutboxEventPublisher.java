@@ -5,6 +5,8 @@ import io.txoutbox.OutboxMessage;
 import io.txoutbox.spring.AggregateEvent;
 import io.txoutbox.spring.OutboxEventPublisher;
 import java.sql.Connection;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -25,12 +27,17 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
     private final DataSource dataSource;
     private final Outbox outbox;
     private final Runnable afterCommit;
+    private final TraceHeaders trace;
 
-    /** {@code afterCommit}: run once after each transaction that published commits (the relay's nudge), or null. */
-    public SpringOutboxEventPublisher(DataSource dataSource, Outbox outbox, Runnable afterCommit) {
+    /**
+     * {@code afterCommit}: run once after each transaction that published commits (the relay's nudge), or null;
+     * {@code trace}: adds the current trace context to each event's headers, or null.
+     */
+    public SpringOutboxEventPublisher(DataSource dataSource, Outbox outbox, Runnable afterCommit, TraceHeaders trace) {
         this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
         this.outbox = Objects.requireNonNull(outbox, "outbox");
         this.afterCommit = afterCommit;
+        this.trace = trace;
     }
 
     @Override
@@ -74,12 +81,31 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
                 throw new IllegalStateException(notInTransaction("the transaction in progress is not on the outbox's "
                         + "DataSource (another transaction manager or another DataSource)"));
             }
-            List<UUID> ids = outbox.publish(connection, messages);
+            List<UUID> ids = outbox.publish(connection, traced(messages));
             wakeAfterCommit();
             return ids;
         } finally {
             DataSourceUtils.releaseConnection(connection, dataSource);
         }
+    }
+
+    /** The messages with the current trace context's headers where they do not set those headers themselves. */
+    private List<OutboxMessage> traced(List<OutboxMessage> messages) {
+        if (trace == null) {
+            return messages;
+        }
+        Map<String, String> context = new LinkedHashMap<>();
+        trace.addTo(context);
+        if (context.isEmpty()) {
+            return messages;
+        }
+        List<OutboxMessage> out = new ArrayList<>(messages.size());
+        for (OutboxMessage m : messages) {
+            Map<String, String> missing = new LinkedHashMap<>(context);
+            missing.keySet().removeAll(m.headers().keySet());
+            out.add(missing.isEmpty() ? m : m.toBuilder().headers(missing).build());
+        }
+        return out;
     }
 
     private static void requireTransaction() {
