@@ -32,4 +32,20 @@ public interface TransactionalInbox {
 
     /** Like {@link #once(String, UUID, Runnable)} with the record's {@code event_id} header (set by the relay). */
     Inbox.Outcome once(String consumer, ConsumerRecord<?, ?> record, Runnable work);
+
+    /**
+     * Stores the record in the durable inbox ({@code inbox_event}) for {@code consumer}, in the current transaction,
+     * for the inbox worker to process later in order per key (the notes' {@code tryInsert}, for critical or bursty
+     * flows): the listener returns fast and the offset is committed after the row. Returns false for a record
+     * already stored (a redelivery). Keys and values must be {@code String} or {@code byte[]}.
+     *
+     * <pre>{@code
+     * @KafkaListener(topics = "order.events", groupId = "shipping")
+     * @Transactional
+     * public void on(ConsumerRecord<String, String> record) {
+     *     inbox.receive("shipping", record);
+     * }
+     * }</pre>
+     */
+    boolean receive(String consumer, ConsumerRecord<?, ?> record);
 }

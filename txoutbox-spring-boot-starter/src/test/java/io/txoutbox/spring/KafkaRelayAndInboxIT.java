@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.micrometer.tracing.Span;
 import io.micrometer.tracing.Tracer;
 import io.txoutbox.Inbox;
+import io.txoutbox.InboxHandler;
 import io.txoutbox.kafka.KafkaHeaders;
 import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.spi.Transport;
@@ -52,14 +53,18 @@ import org.springframework.transaction.annotation.Transactional;
         "spring.kafka.consumer.isolation-level=read-committed",
         // tracing: every span sampled, the listener container observes (continues the trace in the record's headers)
         "management.tracing.sampling.probability=1.0",
-        "spring.kafka.listener.observation-enabled=true"})
+        "spring.kafka.listener.observation-enabled=true",
+        // the durable inbox's worker for the shipping consumer (ShippingListener stores, the InboxHandler applies)
+        "txoutbox.inbox-worker.consumer=shipping",
+        "txoutbox.inbox-worker.lanes=2"})
 class KafkaRelayAndInboxIT {
 
     private static final TestDatabase db = StarterDatabase.create("kafka");
     private static final KafkaBrokerProcess kafka = KafkaBrokerProcess.builder().start();
 
     static {
-        db.execute("CREATE TABLE payments (order_id text NOT NULL)");
+        db.execute("CREATE TABLE payments (order_id text NOT NULL)",
+                "CREATE TABLE shipments (order_id text NOT NULL)");
         kafka.createTopic(PlaceOrder.TOPIC, 3);
     }
 
@@ -79,6 +84,43 @@ class KafkaRelayAndInboxIT {
         @Bean
         PaymentListener paymentListener(JdbcTemplate jdbc, TransactionalInbox inbox, Tracer tracer) {
             return new PaymentListener(jdbc, inbox, tracer);
+        }
+
+        @Bean
+        ShippingListener shippingListener(TransactionalInbox inbox) {
+            return new ShippingListener(inbox);
+        }
+
+        /** The shipping consumer's effects, applied by the inbox worker in its own transaction. */
+        @Bean
+        InboxHandler shipOrder() {
+            return (connection, event) -> {
+                try (java.sql.PreparedStatement ps = connection.prepareStatement(
+                        "INSERT INTO shipments (order_id) VALUES (?)")) {
+                    ps.setString(1, event.key());
+                    ps.executeUpdate();
+                }
+            };
+        }
+    }
+
+    /** A critical flow: the listener only stores the record in the durable inbox; the worker applies it later. */
+    static class ShippingListener {
+        private final TransactionalInbox inbox;
+        private final List<Boolean> stored = new CopyOnWriteArrayList<>();
+
+        ShippingListener(TransactionalInbox inbox) {
+            this.inbox = inbox;
+        }
+
+        @KafkaListener(topics = PlaceOrder.TOPIC, groupId = "shipping")
+        @Transactional
+        public void on(ConsumerRecord<String, String> record) {
+            stored.add(inbox.receive("shipping", record));
+        }
+
+        public List<Boolean> stored() {
+            return stored;
         }
     }
 
@@ -133,6 +175,8 @@ class KafkaRelayAndInboxIT {
     Transport transport;
     @Autowired
     Tracer tracer;
+    @Autowired
+    ShippingListener shipping;
 
     @Test
     void each_committed_order_is_published_to_kafka_and_paid_once_also_when_a_record_arrives_twice() throws Exception {
@@ -155,6 +199,17 @@ class KafkaRelayAndInboxIT {
                 .until(() -> listener.received().stream().filter(ids.get(0)::equals).count() == 2);
         assertThat(listener.outcomes()).filteredOn(o -> o == Inbox.Outcome.DUPLICATE).hasSize(1);
         assertThat(payments()).as("the duplicate was not paid again").isEqualTo(20);
+
+        // the durable inbox: every order stored once (the duplicate refused by its event id) and shipped once
+        await().atMost(Duration.ofSeconds(60)).until(() -> shipping.stored().size() >= 21 && shipments() >= 20);
+        assertThat(shipping.stored()).filteredOn(stored -> !stored).hasSize(1);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM inbox_event WHERE consumer = 'shipping' "
+                + "AND state = 'PROCESSED'", Long.class)).isEqualTo(20);
+        assertThat(shipments()).isEqualTo(20);
+    }
+
+    private long shipments() {
+        return jdbc.queryForObject("SELECT count(*) FROM shipments", Long.class);
     }
 
     @Test

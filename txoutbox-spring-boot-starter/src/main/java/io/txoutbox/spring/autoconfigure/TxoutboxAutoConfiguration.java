@@ -2,17 +2,22 @@ package io.txoutbox.spring.autoconfigure;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.txoutbox.Inbox;
+import io.txoutbox.InboxHandler;
+import io.txoutbox.InboxWorker;
+import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxConfig;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
+import io.txoutbox.spi.InboxListener;
 import io.txoutbox.spi.PayloadSerializer;
 import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.spring.OutboxEventPublisher;
 import io.txoutbox.spring.TransactionalInbox;
+import io.txoutbox.spring.internal.InboxWorkerLifecycle;
 import io.txoutbox.spring.internal.RelayLifecycle;
 import io.txoutbox.spring.internal.RelayPool;
 import io.txoutbox.spring.internal.SchemaInitializer;
@@ -117,8 +122,46 @@ public class TxoutboxAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public TransactionalInbox transactionalInbox(ListableBeanFactory beans, Inbox inbox) {
-        return new SpringTransactionalInbox(outboxDataSource(beans), inbox);
+    public TransactionalInbox transactionalInbox(ListableBeanFactory beans, Inbox inbox,
+            ObjectProvider<InboxWorkerLifecycle> worker) {
+        InboxWorkerLifecycle lifecycle = worker.getIfAvailable();
+        return new SpringTransactionalInbox(outboxDataSource(beans), inbox,
+                lifecycle == null ? null : lifecycle::nudge);
+    }
+
+    /**
+     * The durable inbox's worker, when {@code txoutbox.inbox-worker.consumer} names the consumer whose rows it
+     * processes: the application's {@link InboxHandler} bean applies each event, in the worker's transaction, in order
+     * per key, with retries, parking or dead letters ({@code txoutbox.inbox-worker.*}). Its own pool, like the relay.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnProperty(prefix = "txoutbox.inbox-worker", name = "consumer")
+    static class InboxWorkerConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        InboxWorkerLifecycle txoutboxInboxWorker(TxoutboxSettings settings, TxoutboxSchema schema,
+                ObjectProvider<InboxHandler> handler, ObjectProvider<InboxListener> listener,
+                ObjectProvider<JdbcConnectionDetails> connection, ListableBeanFactory beans) {
+            InboxHandler h = handler.getIfUnique();
+            if (h == null) {
+                throw new InvalidConfigurationException("txoutbox.inbox-worker.consumer is set but the application "
+                        + "has " + (handler.stream().count() == 0 ? "no" : "more than one") + " InboxHandler bean: "
+                        + "define exactly one (dispatch on event.eventType() inside it), or build the InboxWorker "
+                        + "yourself (setting txoutbox.inbox-worker.consumer)");
+            }
+            InboxWorker.Builder builder = settings.apply(InboxWorkerConfig.DESCRIPTOR, InboxWorker.builder())
+                    .schema(schema.schema()).defaultHandler(h);
+            listener.ifUnique(builder::listener);
+            HikariDataSource pool = RelayPool.of("txoutbox-inbox", connection.getIfAvailable(),
+                    outboxDataSource(beans), builder.config().lanes() + 2);
+            try {
+                return new InboxWorkerLifecycle(builder.dataSource(pool).build(), pool);
+            } catch (RuntimeException e) {
+                pool.close();
+                throw e;
+            }
+        }
     }
 
     /** The relay, unless {@code txoutbox.relay.enabled=false} (a service that only writes; a relay runs elsewhere). */

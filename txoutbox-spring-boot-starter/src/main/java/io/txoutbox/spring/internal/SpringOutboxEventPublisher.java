@@ -13,7 +13,6 @@ import java.util.Objects;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -82,7 +81,7 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
                         + "DataSource (another transaction manager or another DataSource)"));
             }
             List<UUID> ids = outbox.publish(connection, traced(messages));
-            wakeAfterCommit();
+            AfterCommit.once(this, afterCommit);
             return ids;
         } finally {
             DataSourceUtils.releaseConnection(connection, dataSource);
@@ -118,34 +117,5 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
         return "outboxEventPublisher.publish needs a Spring-managed transaction on the outbox's DataSource, and " + why
                 + ": run it inside a @Transactional method (or TransactionTemplate) together with the business "
                 + "changes, so the event commits or rolls back with them. Nothing was written.";
-    }
-
-    /**
-     * One synchronization per transaction, whatever the number of publish calls in it; looked up among the current
-     * transaction's synchronizations, so an inner REQUIRES_NEW transaction (whose outer ones are suspended) gets its own.
-     */
-    private void wakeAfterCommit() {
-        if (afterCommit == null || !TransactionSynchronizationManager.isSynchronizationActive()) {
-            return;
-        }
-        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
-            if (s instanceof WakeAfterCommit w && w.publisher == this) {
-                return;
-            }
-        }
-        TransactionSynchronizationManager.registerSynchronization(new WakeAfterCommit(this));
-    }
-
-    private static final class WakeAfterCommit implements TransactionSynchronization {
-        private final SpringOutboxEventPublisher publisher;
-
-        WakeAfterCommit(SpringOutboxEventPublisher publisher) {
-            this.publisher = publisher;
-        }
-
-        @Override
-        public void afterCommit() {
-            publisher.afterCommit.run();
-        }
     }
 }
