@@ -72,20 +72,20 @@ public class TxoutboxAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public TxoutboxSettings txoutboxSettings(Environment environment) {
+    TxoutboxSettings txoutboxSettings(Environment environment) {
         return new TxoutboxSettings(environment);
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public OutboxSchema outboxSchema(TxoutboxSettings settings) {
+    OutboxSchema outboxSchema(TxoutboxSettings settings) {
         return settings.apply(OutboxSchema.DESCRIPTOR, OutboxSchema.builder()).build();
     }
 
     /** Applies or checks the schema once the application's own database initialization (Flyway, Liquibase) ran. */
     @Bean
     @DependsOnDatabaseInitialization
-    public TxoutboxSchema txoutboxSchema(OutboxSchema schema, ListableBeanFactory beans, TxoutboxSettings settings) {
+    TxoutboxSchema txoutboxSchema(OutboxSchema schema, ListableBeanFactory beans, TxoutboxSettings settings) {
         SchemaInitializer initializer = new SchemaInitializer(schema, outboxDataSource(beans),
                 StarterSettings.MIGRATE.read(settings), migrationTool(beans));
         initializer.initialize();
@@ -98,7 +98,7 @@ public class TxoutboxAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public Outbox outbox(TxoutboxSettings settings, TxoutboxSchema schema, ObjectProvider<PayloadSerializer> serializer,
+    Outbox outbox(TxoutboxSettings settings, TxoutboxSchema schema, ObjectProvider<PayloadSerializer> serializer,
             ListableBeanFactory beans) {
         PayloadSerializer json = serializer.getIfAvailable(() -> Serializers.json(beans));
         return settings.apply(OutboxConfig.DESCRIPTOR, Outbox.builder()).schema(schema.schema())
@@ -107,7 +107,7 @@ public class TxoutboxAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public OutboxEventPublisher outboxEventPublisher(ListableBeanFactory beans, Outbox outbox,
+    OutboxEventPublisher outboxEventPublisher(ListableBeanFactory beans, Outbox outbox,
             ObjectProvider<RelayLifecycle> relay, ObjectProvider<TraceHeaders> trace) {
         RelayLifecycle lifecycle = relay.getIfAvailable();
         return new SpringOutboxEventPublisher(outboxDataSource(beans), outbox,
@@ -116,13 +116,13 @@ public class TxoutboxAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public Inbox inbox(TxoutboxSchema schema) {
+    Inbox inbox(TxoutboxSchema schema) {
         return Inbox.create(schema.schema());
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public TransactionalInbox transactionalInbox(ListableBeanFactory beans, Inbox inbox,
+    TransactionalInbox transactionalInbox(ListableBeanFactory beans, Inbox inbox,
             ObjectProvider<InboxWorkerLifecycle> worker) {
         InboxWorkerLifecycle lifecycle = worker.getIfAvailable();
         return new SpringTransactionalInbox(outboxDataSource(beans), inbox,
