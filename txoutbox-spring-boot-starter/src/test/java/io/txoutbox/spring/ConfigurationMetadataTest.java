@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.HealthConfig;
+import io.txoutbox.InboxWorker;
+import io.txoutbox.InboxWorkerConfig;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxConfig;
 import io.txoutbox.OutboxHealth;
@@ -58,6 +60,8 @@ class ConfigurationMetadataTest {
             new Source<>(OutboxSchema.class, "Outbox schema", OutboxSchema.DESCRIPTOR, OutboxSchema::builder),
             new Source<>(OutboxConfig.class, "Outbox writer", OutboxConfig.DESCRIPTOR, Outbox::builder),
             new Source<>(RelayConfig.class, "Polling relay", RelayConfig.DESCRIPTOR, PollingRelay::builder),
+            new Source<>(InboxWorkerConfig.class, "Inbox worker (with txoutbox.inbox-worker.consumer set)",
+                    InboxWorkerConfig.DESCRIPTOR, InboxWorker::builder),
             new Source<>(HealthConfig.class, "Health", HealthConfig.DESCRIPTOR, OutboxHealth::builder),
             new Source<>(KafkaTransportConfig.class, "Kafka transport (on top of Spring's spring.kafka.*)",
                     KafkaTransportConfig.DESCRIPTOR, KafkaTransport::builder));
