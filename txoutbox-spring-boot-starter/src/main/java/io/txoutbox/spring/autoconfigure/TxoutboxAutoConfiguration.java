@@ -19,7 +19,7 @@ import io.txoutbox.spring.OutboxEventPublisher;
 import io.txoutbox.spring.TransactionalInbox;
 import io.txoutbox.spring.internal.InboxWorkerLifecycle;
 import io.txoutbox.spring.internal.RelayLifecycle;
-import io.txoutbox.spring.internal.RelayPool;
+import io.txoutbox.spring.internal.ComponentPool;
 import io.txoutbox.spring.internal.SchemaInitializer;
 import io.txoutbox.spring.internal.Serializers;
 import io.txoutbox.spring.internal.SpringOutboxEventPublisher;
@@ -153,14 +153,9 @@ public class TxoutboxAutoConfiguration {
             InboxWorker.Builder builder = settings.apply(InboxWorkerConfig.DESCRIPTOR, InboxWorker.builder())
                     .schema(schema.schema()).defaultHandler(h);
             listener.ifUnique(builder::listener);
-            HikariDataSource pool = RelayPool.of("txoutbox-inbox", connection.getIfAvailable(),
+            HikariDataSource pool = ComponentPool.of("txoutbox-inbox", connection.getIfAvailable(),
                     outboxDataSource(beans), builder.config().lanes() + 2);
-            try {
-                return new InboxWorkerLifecycle(builder.dataSource(pool).build(), pool);
-            } catch (RuntimeException e) {
-                pool.close();
-                throw e;
-            }
+            return ComponentPool.build(pool, p -> new InboxWorkerLifecycle(builder.dataSource(p).build(), p));
         }
     }
 
@@ -190,14 +185,9 @@ public class TxoutboxAutoConfiguration {
                         .build(), null);
             }
             RelayConfig config = builder.config();
-            HikariDataSource pool = RelayPool.of("txoutbox-relay", connection.getIfAvailable(),
+            HikariDataSource pool = ComponentPool.of("txoutbox-relay", connection.getIfAvailable(),
                     outboxDataSource(beans), Math.min(config.lanes(), config.maxLanesPerInstance()) + 2);
-            try {
-                return new RelayLifecycle(builder.dataSource(pool).build(), pool);
-            } catch (RuntimeException e) {
-                pool.close();
-                throw e;
-            }
+            return ComponentPool.build(pool, p -> new RelayLifecycle(builder.dataSource(p).build(), p));
         }
     }
 

@@ -6,12 +6,13 @@ import javax.sql.DataSource;
 import org.springframework.boot.jdbc.autoconfigure.JdbcConnectionDetails;
 
 /**
- * The small pool of the relay (and of the inbox worker): its own connections, never ones held for ever out of the
- * application's pool. Built from the connection the application's {@code DataSource} is configured with.
+ * The small pool of a component that holds sessions for its lanes (the relay, the inbox worker): its own
+ * connections, never ones held for ever out of the application's pool. Built from the connection the application's
+ * {@code DataSource} is configured with.
  */
-public final class RelayPool {
+public final class ComponentPool {
 
-    private RelayPool() {
+    private ComponentPool() {
     }
 
     /**
@@ -50,6 +51,16 @@ public final class RelayPool {
                 ? create(name, connection.getJdbcUrl(), connection.getUsername(), connection.getPassword(),
                         connection.getDriverClassName(), size)
                 : like(name, application, size);
+    }
+
+    /** Builds the component on {@code pool}; the pool is closed if that fails (else the component's lifecycle owns it). */
+    public static <T> T build(HikariDataSource pool, java.util.function.Function<HikariDataSource, T> component) {
+        try {
+            return component.apply(pool);
+        } catch (RuntimeException e) {
+            pool.close();
+            throw e;
+        }
     }
 
     /** The URL, user and password of a Hikari pool (the application's, when it has no JdbcConnectionDetails). */
