@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.txoutbox.spi.SendResult;
-import io.txoutbox.spring.actuate.TxoutboxEndpoint;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.ChangeView;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.EventPage;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.EventView;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.FailedEventView;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.StatusView;
 import io.txoutbox.spring.actuate.TxoutboxEndpoint.TopicView;
+import io.txoutbox.spring.actuate.TxoutboxEndpoint;
 import io.txoutbox.spring.autoconfigure.TxoutboxAutoConfiguration;
 import io.txoutbox.spring.autoconfigure.TxoutboxEndpointAutoConfiguration;
 import io.txoutbox.spring.autoconfigure.TxoutboxTransportAutoConfiguration;
@@ -40,12 +40,20 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
 import org.springframework.boot.actuate.autoconfigure.endpoint.jackson.JacksonEndpointAutoConfiguration;
 import org.springframework.boot.actuate.autoconfigure.endpoint.jmx.JmxEndpointAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.EndpointAccessResolver;
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
+import org.springframework.boot.actuate.endpoint.InvocationContext;
+import org.springframework.boot.actuate.endpoint.OperationFilter;
 import org.springframework.boot.actuate.endpoint.OperationType;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.invoke.ParameterValueMapper;
 import org.springframework.boot.actuate.endpoint.jmx.ExposableJmxEndpoint;
 import org.springframework.boot.actuate.endpoint.jmx.JmxEndpointsSupplier;
 import org.springframework.boot.actuate.endpoint.jmx.JmxOperation;
+import org.springframework.boot.actuate.endpoint.web.EndpointMediaTypes;
+import org.springframework.boot.actuate.endpoint.web.ExposableWebEndpoint;
+import org.springframework.boot.actuate.endpoint.web.WebOperation;
+import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpointDiscoverer;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.jmx.JmxAutoConfiguration;
 import org.springframework.boot.convert.ApplicationConversionService;
@@ -278,6 +286,28 @@ class TxoutboxEndpointIT {
     }
 
     @Test
+    void the_web_operations_have_the_documented_paths_and_the_write_one_only_under_unrestricted_access() {
+        UUID parked = insert("PARKED", "endpoint.web", "order-6", "{}");
+        runner.run(context -> assertThat(webOperations(context).keySet()).containsExactlyInAnyOrder(
+                "GET txoutbox", "GET txoutbox/{state}", "GET txoutbox/{events}/{eventId}"));
+        runner.withPropertyValues("management.endpoint.txoutbox.access=unrestricted").run(context -> {
+            Map<String, WebOperation> operations = webOperations(context);
+            assertThat(operations.keySet()).containsExactlyInAnyOrder("GET txoutbox", "GET txoutbox/{state}",
+                    "GET txoutbox/{events}/{eventId}", "POST txoutbox/{events}/{eventId}/{action}");
+            // as the web adapter calls them: path variables, query parameters and body fields as text
+            Object page = operations.get("GET txoutbox/{state}").invoke(new InvocationContext(SecurityContext.NONE,
+                    Map.of("state", "parked", "after", "0", "limit", "5", "topic", "endpoint.web")));
+            assertThat(((EventPage) page).events()).extracting(FailedEventView::eventId)
+                    .containsExactly(parked.toString());
+            Object changed = operations.get("POST txoutbox/{events}/{eventId}/{action}").invoke(
+                    new InvocationContext(SecurityContext.NONE, Map.of("events", "events", "eventId",
+                            parked.toString(), "action", "requeue", "reason", "over http")));
+            assertThat(((ChangeView) changed).changed()).isTrue();
+        });
+        assertThat(audit(parked)).isEqualTo("REQUEUED/actuator: over http");
+    }
+
+    @Test
     void the_endpoint_exists_only_when_exposed_and_not_turned_off() {
         new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
@@ -291,6 +321,18 @@ class TxoutboxEndpointIT {
         runner.withPropertyValues("management.endpoints.jmx.exposure.include=",
                 "management.endpoints.web.exposure.include=health,txoutbox")
                 .run(context -> assertThat(context).hasSingleBean(TxoutboxEndpoint.class));
+    }
+
+    /** The web operations as Actuator's web discovery (with its access filter) maps them: "METHOD path". */
+    private static Map<String, WebOperation> webOperations(AssertableApplicationContext context) {
+        WebEndpointDiscoverer discoverer = new WebEndpointDiscoverer(context,
+                context.getBean(ParameterValueMapper.class), EndpointMediaTypes.DEFAULT, List.of(), List.of(),
+                List.of(), List.of(), List.of(OperationFilter.byAccess(context.getBean(EndpointAccessResolver.class))));
+        ExposableWebEndpoint endpoint = discoverer.getEndpoints().stream()
+                .filter(e -> e.getEndpointId().toString().equals("txoutbox")).findFirst()
+                .orElseThrow(() -> new AssertionError("no txoutbox web endpoint"));
+        return endpoint.getOperations().stream().collect(Collectors.toMap(o -> o.getRequestPredicate()
+                .getHttpMethod() + " " + o.getRequestPredicate().getPath(), o -> o));
     }
 
     private static Set<OperationType> operationTypes(AssertableApplicationContext context) {
