@@ -27,7 +27,7 @@ class ApiPageTest {
     /** The packages of the published modules that are not internal. */
     private static final Set<String> PUBLISHED = Set.of("io.txoutbox", "io.txoutbox.spi", "io.txoutbox.jackson",
             "io.txoutbox.micrometer", "io.txoutbox.kafka", "io.txoutbox.test", "io.txoutbox.spring",
-            "io.txoutbox.spring.autoconfigure");
+            "io.txoutbox.spring.autoconfigure", "io.txoutbox.spring.actuate");
     private static final Pattern STATED = Pattern.compile("\\*\\*(\\d+) public types\\*\\*");
 
     @Test
