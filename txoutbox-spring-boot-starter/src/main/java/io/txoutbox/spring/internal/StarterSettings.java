@@ -38,5 +38,10 @@ public final class StarterSettings {
             "auto: apply the outbox's scripts on start unless Flyway or Liquibase runs (then only check the version); "
                     + "always; never (check only)");
 
-    public static final List<Setting> ALL = List.of(ENABLED, RELAY_ENABLED, TRANSPORT, MIGRATE);
+    public static final Setting GUARD_KAFKA_TEMPLATE = new Setting("txoutbox.guard.kafka-template", "off",
+            List.of("off", "warn", "fail"),
+            "A KafkaTemplate send inside a database transaction or from its after-commit callbacks (the dual write): "
+                    + "off; warn (logged once per call site, sent); fail (IllegalStateException, nothing sent)");
+
+    public static final List<Setting> ALL = List.of(ENABLED, RELAY_ENABLED, TRANSPORT, MIGRATE, GUARD_KAFKA_TEMPLATE);
 }
