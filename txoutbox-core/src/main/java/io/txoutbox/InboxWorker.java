@@ -210,14 +210,22 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
+        /**
+         * The configuration {@link #build()} would use, validated (the data source and listener are not part of it),
+         * e.g. to size the worker's pool by its lanes before building it.
+         */
+        public InboxWorkerConfig config() {
+            return new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes, batchSize,
+                    pollInterval, retry.toPolicy(), failurePolicy, permanentFailure, logPartitionKeys, leaseTimeout,
+                    handlerTimeout);
+        }
+
         public InboxWorker build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("inboxWorker.dataSource is required: the worker claims and "
                         + "processes rows through connections of its own");
             }
-            InboxWorkerConfig config = new InboxWorkerConfig(schema, consumer, name, handlers, defaultHandler, lanes,
-                    batchSize, pollInterval, retry.toPolicy(), failurePolicy, permanentFailure, logPartitionKeys, leaseTimeout,
-                    handlerTimeout);
+            InboxWorkerConfig config = config();
             if (listener == null) {
                 throw new InvalidConfigurationException("inboxWorker.listener must not be null; leave it unset for "
                         + "none");

@@ -3,6 +3,7 @@ package io.txoutbox;
 import io.txoutbox.internal.config.Checks;
 import io.txoutbox.internal.config.DescriptorBuilder;
 import io.txoutbox.internal.pg.Identifiers;
+import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
 import java.nio.charset.StandardCharsets;
@@ -107,6 +108,35 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
     /** Like {@link #migrate(DataSource)} on a given connection; commits, and restores its autocommit mode. */
     public void migrate(Connection connection) {
         new SchemaMigrator(this).migrate(connection);
+    }
+
+    /**
+     * The history table in the outbox's schema when the scripts ({@code classpath:io/txoutbox/db/postgresql}) are
+     * applied by Flyway instead of {@link #migrate}: its own table, so they never mix with the application's own
+     * {@code V1__} scripts. {@link #appliedVersion} reads it.
+     */
+    public static final String FLYWAY_HISTORY_TABLE = "txoutbox_flyway_history";
+
+    /** Where the schema scripts are, for a migration tool ({@code V<n>__<description>.sql}, Flyway placeholders). */
+    public static final String SCRIPT_LOCATION = "classpath:io/txoutbox/db/postgresql";
+
+    /** The newest schema version of this library: the number of its last script. */
+    public static int latestVersion() {
+        return SchemaMigrator.latestVersion();
+    }
+
+    /**
+     * The schema version of this outbox table in the database: the highest that {@link #migrate} recorded for it, or
+     * else the highest that Flyway applied into {@link #FLYWAY_HISTORY_TABLE}; 0 when neither has any. Compare it with
+     * {@link #latestVersion()} to refuse to start on a schema that is missing or old.
+     */
+    public int appliedVersion(DataSource dataSource) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            return SchemaMigrator.appliedVersion(c, this);
+        } catch (SQLException e) {
+            throw new OutboxException("could not read the schema version of " + this + ": " + e.getMessage(), e,
+                    PgErrors.isRetriable(e));
+        }
     }
 
     /** The outbox table's qualified, quoted name for SQL, e.g. {@code "public"."outbox_event"}. */

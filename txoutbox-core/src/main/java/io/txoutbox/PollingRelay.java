@@ -287,6 +287,16 @@ public interface PollingRelay extends AutoCloseable {
             return this;
         }
 
+        /**
+         * The configuration {@link #build()} would use, validated (the data source, transport and listener are not
+         * part of it), e.g. to size the relay's pool by its lanes before building it.
+         */
+        public RelayConfig config() {
+            return new RelayConfig(schema, name, lanes, batchSize, maxBatchBytes, pollInterval, sendTimeout,
+                    statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
+                    maxLanesPerInstance, retry.toPolicy(), failurePolicy, deadLetterTopic, listenNotify, logPartitionKeys);
+        }
+
         public PollingRelay build() {
             if (dataSource == null) {
                 throw new InvalidConfigurationException("relay.dataSource is required: the relay reads and marks "
@@ -296,10 +306,7 @@ public interface PollingRelay extends AutoCloseable {
                 throw new InvalidConfigurationException("relay.transport is required, e.g. "
                         + "KafkaTransport.builder().bootstrapServers(...).build()");
             }
-            RelayConfig config = new RelayConfig(schema, name, lanes, batchSize, maxBatchBytes, pollInterval,
-                    sendTimeout,
-                    statementTimeout, lockTimeout, transactionTimeout, outageBackoffMax, leaseTimeout,
-                    maxLanesPerInstance, retry.toPolicy(), failurePolicy, deadLetterTopic, listenNotify, logPartitionKeys);
+            RelayConfig config = config();
             if (listener == null) {
                 throw new InvalidConfigurationException("relay.listener must not be null; leave it unset for none");
             }

@@ -107,6 +107,30 @@ public final class SchemaMigrator {
                 ? ONLINE_STEPS : onlineSteps(backfillPagesPerBatch);
     }
 
+    /** The newest version of the scripts: the number of the last one. */
+    public static int latestVersion() {
+        return versionOf(SCRIPTS.get(SCRIPTS.size() - 1));
+    }
+
+    /** See {@link OutboxSchema#appliedVersion}: migrate's history first, then Flyway's; 0 when neither has any. */
+    public static int appliedVersion(Connection c, OutboxSchema schema) throws SQLException {
+        SchemaStatements sql = new SchemaStatements(schema);
+        if (exists(c, sql.historyTable())) {
+            int version = (int) Jdbc.queryLong(c, sql.highestVersion(), schema.outboxTable()).orElse(0);
+            if (version > 0) {
+                return version;
+            }
+        }
+        if (exists(c, sql.flywayHistoryTable())) {
+            return (int) Jdbc.queryLong(c, sql.highestFlywayVersion()).orElse(0);
+        }
+        return 0;
+    }
+
+    private static boolean exists(Connection c, String table) throws SQLException {
+        return Jdbc.queryBoolean(c, SchemaStatements.TABLE_EXISTS, table);
+    }
+
     public void migrate(Connection c) {
         boolean autoCommit = true;
         int isolation = Connection.TRANSACTION_READ_COMMITTED;

@@ -15,7 +15,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/api.md lists every public type of the published modules (core, Kafka, test support), nested ones included,
+ * docs/api.md lists every public type of the published modules (core, Kafka, test support, the Spring Boot starter),
+ * nested ones included,
  * each once, and nothing else; and its count is the one the page states.
  */
 class ApiPageTest {
@@ -25,7 +26,8 @@ class ApiPageTest {
     private static final Pattern ENTRY = Pattern.compile("^- `([A-Za-z0-9_.]+)` — ");
     /** The packages of the published modules that are not internal. */
     private static final Set<String> PUBLISHED = Set.of("io.txoutbox", "io.txoutbox.spi", "io.txoutbox.jackson",
-            "io.txoutbox.micrometer", "io.txoutbox.kafka", "io.txoutbox.test");
+            "io.txoutbox.micrometer", "io.txoutbox.kafka", "io.txoutbox.test", "io.txoutbox.spring",
+            "io.txoutbox.spring.autoconfigure", "io.txoutbox.spring.actuate");
     private static final Pattern STATED = Pattern.compile("\\*\\*(\\d+) public types\\*\\*");
 
     @Test

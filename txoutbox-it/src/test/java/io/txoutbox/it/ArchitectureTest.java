@@ -92,6 +92,22 @@ class ArchitectureTest {
     }
 
     @Test
+    void the_spring_boot_starter_uses_no_internal_of_core_or_the_kafka_module() {
+        // the starter is an application of the public API: what it needs, users need too
+        noClasses().that().resideInAPackage("io.txoutbox.spring..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.txoutbox.internal..",
+                        "io.txoutbox.kafka.internal..")
+                .check(classes);
+    }
+
+    @Test
+    void core_and_the_kafka_module_do_not_use_the_starter() {
+        noClasses().that().resideInAnyPackage(CORE).or().resideInAPackage("io.txoutbox.kafka..")
+                .should().dependOnClassesThat().resideInAPackage("io.txoutbox.spring..")
+                .check(classes);
+    }
+
+    @Test
     void every_listed_core_internal_is_still_used_by_the_kafka_module() {
         // the list shrinks with the code: an entry that no longer exists, or that no Kafka class uses, must go
         for (String name : CORE_INTERNALS_KAFKA_MAY_USE) {
@@ -161,7 +177,7 @@ class ArchitectureTest {
     private static DescribedPredicate<JavaClass> publicApi() {
         return DescribedPredicate.describe("public API types", c -> c.getModifiers().contains(JavaModifier.PUBLIC)
                 && !internal(c) && resideInAnyPackage(CORE).or(resideInAnyPackage("io.txoutbox.kafka..",
-                        "io.txoutbox.test")).test(c)
+                        "io.txoutbox.test", "io.txoutbox.spring..")).test(c)
                 && (c.getEnclosingClass().isEmpty()
                         || c.getEnclosingClass().get().getModifiers().contains(JavaModifier.PUBLIC)));
     }

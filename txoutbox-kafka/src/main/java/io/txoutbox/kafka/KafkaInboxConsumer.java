@@ -120,6 +120,25 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         return RecordEventIds::fromHeaderOrCoordinates;
     }
 
+    /**
+     * The event id of a record of any key and value type (a Spring {@code @KafkaListener}'s
+     * {@code ConsumerRecord<String, String>}): its {@value KafkaHeaders#EVENT_ID} header, or, without one, the
+     * name-based UUID of its coordinates ({@link #eventIdFromHeaderOrCoordinates()}).
+     */
+    public static UUID eventIdOf(ConsumerRecord<?, ?> r) {
+        return RecordEventIds.fromHeaderOrCoordinates(r);
+    }
+
+    /**
+     * A record of any key and value type (a Spring {@code @KafkaListener}'s {@code ConsumerRecord<String, String>})
+     * as the message {@link Inbox#receive} stores, mapped as this consumer's store mode maps it: id from
+     * {@link #eventIdOf}, event type and aggregate from their headers, key and header values byte for byte,
+     * {@code byte[]} or UTF-8 of a {@code String}.
+     */
+    public static io.txoutbox.InboxMessage inboxMessageOf(ConsumerRecord<?, ?> r) {
+        return io.txoutbox.kafka.internal.InboxMessages.of(r);
+    }
+
     /** A name-based (version 3) UUID of {@code topic/partition/offset}. */
     public static UUID eventIdFromCoordinates(ConsumerRecord<?, ?> r) {
         return RecordEventIds.fromCoordinates(r);

@@ -134,6 +134,11 @@ public final class KafkaTransport implements Transport {
         return new Builder();
     }
 
+    /** The validated, effective configuration this transport was built with (secrets included: never log it whole). */
+    public KafkaTransportConfig config() {
+        return config;
+    }
+
     /**
      * Sends the batch as one Kafka transaction on the lane's thread. The stage completes with one result per record,
      * in batch order (see the class comment for what each kind means here); it completes exceptionally only when the

@@ -11,10 +11,36 @@ public final class SchemaStatements {
 
     private final String schemaName;
     private final String history;
+    private final String flywayHistory;
 
     public SchemaStatements(OutboxSchema schema) {
         this.schemaName = Identifiers.quote(schema.schema());
         this.history = schemaName + ".txoutbox_schema_history";
+        this.flywayHistory = schemaName + "." + Identifiers.quote(OutboxSchema.FLYWAY_HISTORY_TABLE);
+    }
+
+    /** Whether a table exists, by its qualified name (bind: the name, e.g. {@link #historyTable()}). */
+    public static final String TABLE_EXISTS = "SELECT to_regclass(?) IS NOT NULL";
+
+    /** {@code <schema>.txoutbox_schema_history}, quoted. */
+    public String historyTable() {
+        return history;
+    }
+
+    /** {@code <schema>.txoutbox_flyway_history}, quoted: the history of the scripts when Flyway applies them. */
+    public String flywayHistoryTable() {
+        return flywayHistory;
+    }
+
+    /** The highest version migrate applied to one outbox table, 0 for none (bind: the table's name). */
+    public String highestVersion() {
+        return "SELECT coalesce(max(version), 0) FROM " + history + " WHERE outbox_table = ?";
+    }
+
+    /** The highest version Flyway applied successfully from the outbox's scripts, 0 for none. */
+    public String highestFlywayVersion() {
+        return "SELECT coalesce(max(version::int), 0) FROM " + flywayHistory
+                + " WHERE success AND version ~ '^[0-9]+$'";
     }
 
     /** Creates the schema when it is missing. */

@@ -19,12 +19,35 @@ import org.apache.kafka.common.header.Header;
  * ({@link InboxMessage#keyBytes}, {@link InboxMessage#headerBytes}); the event type and aggregate columns get their
  * headers' text forms.
  */
-final class InboxMessages {
+public final class InboxMessages {
 
     private final Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds;
 
     InboxMessages(Function<ConsumerRecord<byte[], byte[]>, UUID> eventIds) {
         this.eventIds = eventIds;
+    }
+
+    /**
+     * A record of any key and value type as an inbox message, its id from the {@code event_id} header or else its
+     * coordinates: keys and values that are {@code byte[]} stay as they are, {@code String}s become UTF-8.
+     */
+    public static InboxMessage of(ConsumerRecord<?, ?> r) {
+        ConsumerRecord<byte[], byte[]> bytes = new ConsumerRecord<>(r.topic(), r.partition(), r.offset(),
+                r.timestamp(), r.timestampType(), r.serializedKeySize(), r.serializedValueSize(), bytes(r, r.key()),
+                bytes(r, r.value()), r.headers(), r.leaderEpoch());
+        return new InboxMessages(RecordEventIds::fromHeaderOrCoordinates).toMessage(bytes);
+    }
+
+    private static byte[] bytes(ConsumerRecord<?, ?> r, Object value) {
+        if (value == null || value instanceof byte[]) {
+            return (byte[]) value;
+        }
+        if (value instanceof String s) {
+            return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        }
+        throw new IllegalArgumentException("record " + r.topic() + "-" + r.partition() + "@" + r.offset() + " has a "
+                + value.getClass().getName() + " key or value: the inbox stores bytes; consume with "
+                + "ByteArrayDeserializer or StringDeserializer");
     }
 
     /** The record as an inbox message; an unreadable event id or version header throws. */

@@ -14,7 +14,7 @@ public final class RecordEventIds {
     }
 
     /** The header's UUID; a record without the header (or with a non-UUID) fails permanently. */
-    public static UUID fromHeader(ConsumerRecord<byte[], byte[]> r) {
+    public static UUID fromHeader(ConsumerRecord<?, ?> r) {
         UUID id = header(r);
         if (id == null) {
             throw new OutboxException("record " + r.topic() + "-" + r.partition() + "@" + r.offset()
@@ -25,7 +25,7 @@ public final class RecordEventIds {
     }
 
     /** The header's UUID, or the coordinates' when the record has no header. */
-    public static UUID fromHeaderOrCoordinates(ConsumerRecord<byte[], byte[]> r) {
+    public static UUID fromHeaderOrCoordinates(ConsumerRecord<?, ?> r) {
         UUID id = header(r);
         return id != null ? id : fromCoordinates(r);
     }
@@ -36,7 +36,7 @@ public final class RecordEventIds {
                 .getBytes(StandardCharsets.UTF_8));
     }
 
-    private static UUID header(ConsumerRecord<byte[], byte[]> r) {
+    private static UUID header(ConsumerRecord<?, ?> r) {
         Header h = r.headers().lastHeader(KafkaHeaders.EVENT_ID);
         if (h == null || h.value() == null) {
             return null;
