@@ -46,6 +46,12 @@ public final class SpringOrdersDemo {
             System.out.println(HELP);
             System.exit(0);
         }
+        try {
+            Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage());
+            System.exit(2);
+        }
         int status;
         try {
             status = run(args).clean() ? 0 : 1;
