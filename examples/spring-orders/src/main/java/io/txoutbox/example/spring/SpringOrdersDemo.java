@@ -95,7 +95,9 @@ public final class SpringOrdersDemo {
             properties.put("spring.kafka.bootstrap-servers", bootstrap);
             // the writers and the listener's consumers each hold a connection while they work
             properties.put("spring.datasource.hikari.maximum-pool-size", options.writers + 6);
-            OrderJob.say("PostgreSQL %s, Kafka %s%s (%.1f s)", properties.get("spring.datasource.url"), bootstrap,
+            OrderJob.say("PostgreSQL %s, Kafka %s%s (%.1f s)",
+                    properties.get("spring.datasource.url").toString().replaceAll("(?i)(password=)[^&]*", "$1***"),
+                    bootstrap,
                     embeddedDb != null || embeddedKafka != null ? " (embedded)" : "", (System.nanoTime() - t0) / 1e9);
 
             try (ConfigurableApplicationContext context = new SpringApplicationBuilder(SpringOrdersApplication.class)
