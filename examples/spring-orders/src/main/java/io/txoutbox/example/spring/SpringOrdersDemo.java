@@ -30,7 +30,7 @@ public final class SpringOrdersDemo {
             options (--name=value):
               --orders=N             orders to place (2000)
               --writers=N            threads placing them (4)
-              --rate=N               orders per second over all writers (400; 0 = as fast as possible)
+              --rate=N               orders per second over all writers (250; 0 = as fast as possible)
               --customers=N          customers the orders are spread over (200)
               --jdbc-url=URL         a PostgreSQL of your own instead of the embedded one
               --jdbc-user=U          its user (postgres)
@@ -134,7 +134,7 @@ public final class SpringOrdersDemo {
         String bootstrapServers;
         int orders = 2_000;
         int writers = 4;
-        int rate = 400;
+        int rate = 250;
         int customers = 200;
 
         static Options parse(String... args) {
