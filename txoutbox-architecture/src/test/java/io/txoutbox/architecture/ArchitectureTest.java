@@ -1,4 +1,4 @@
-package io.txoutbox.it;
+package io.txoutbox.architecture;
 
 import static com.tngtech.archunit.base.DescribedPredicate.not;
 import static org.assertj.core.api.Assertions.assertThat;

@@ -1,4 +1,4 @@
-package io.txoutbox.it;
+package io.txoutbox.architecture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
