@@ -89,7 +89,6 @@ public interface InboxWorker extends AutoCloseable {
             return this;
         }
 
-        /** The schema the inbox tables live in (default {@code public}). */
         /** Where the outbox is, default {@link OutboxSchema#defaults()}; {@code null} is refused here. */
         public Builder schema(OutboxSchema schema) {
             this.schema = Checks.schema("inboxWorker", schema);

@@ -17,13 +17,10 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.ReplayConfig;
 import io.txoutbox.RetentionConfig;
 import io.txoutbox.spi.Transport;
-import java.io.IOException;
+import io.txoutbox.testing.docs.GeneratedFile;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
@@ -124,17 +121,9 @@ class ConfigurationReferenceTest {
     }
 
     @Test
-    void theCommittedReferenceIsWhatTheDescriptorsSay() throws IOException {
-        Path file = docsFile();
-        String generated = render(components());
-        if (Boolean.getBoolean("txoutbox.docs.write")) {
-            Files.createDirectories(file.getParent());
-            Files.writeString(file, generated, StandardCharsets.UTF_8);
-            return;
-        }
-        String committed = Files.exists(file) ? Files.readString(file, StandardCharsets.UTF_8) : "";
-        assertThat(committed).as("%s is out of date with the configuration descriptors; regenerate it with:%n  %s",
-                file, REGENERATE).isEqualTo(generated);
+    void theCommittedReferenceIsWhatTheDescriptorsSay() {
+        GeneratedFile.check(GeneratedFile.inModule("../docs/configuration.md").normalize(), render(components()),
+                REGENERATE);
     }
 
     @Test
@@ -175,10 +164,6 @@ class ConfigurationReferenceTest {
         }
     }
 
-    private static Path docsFile() {
-        Path module = Path.of(System.getProperty("basedir", System.getProperty("user.dir")));
-        return module.toAbsolutePath().getParent().resolve("docs").resolve("configuration.md");
-    }
 
     static String render(List<Component<?>> components) {
         StringBuilder out = new StringBuilder();

@@ -15,6 +15,7 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.kafka.KafkaTransportConfig;
 import io.txoutbox.spring.internal.StarterSettings;
+import io.txoutbox.testing.docs.GeneratedFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -69,22 +70,12 @@ class ConfigurationMetadataTest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Test
-    void theCommittedMetadataIsWhatTheDescriptorsSay() throws IOException {
-        Path file = metadataFile();
-        String generated = render();
-        if (Boolean.getBoolean("txoutbox.docs.write")) {
-            Files.createDirectories(file.getParent());
-            Files.writeString(file, generated, StandardCharsets.UTF_8);
-            return;
-        }
-        String committed = Files.exists(file) ? Files.readString(file, StandardCharsets.UTF_8) : "";
-        assertThat(committed).as("%s is out of date with the configuration descriptors; regenerate it with:%n  %s",
-                file, REGENERATE).isEqualTo(generated);
+    void theCommittedMetadataIsWhatTheDescriptorsSay() {
+        GeneratedFile.check(metadataFile(), render(), REGENERATE);
     }
 
     static Path metadataFile() {
-        Path module = Path.of(System.getProperty("basedir", System.getProperty("user.dir")));
-        return module.toAbsolutePath().resolve("src/main/resources/META-INF/spring-configuration-metadata.json");
+        return GeneratedFile.inModule("src/main/resources/META-INF/spring-configuration-metadata.json");
     }
 
     static String render() {
