@@ -2,6 +2,7 @@ package io.txoutbox.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.txoutbox.InboxHandler;
 import io.txoutbox.InvalidConfigurationException;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxSchema;
@@ -18,7 +19,9 @@ import io.txoutbox.testing.postgres.TestDatabase;
 import java.time.Duration;
 import java.util.Set;
 import java.util.stream.Collectors;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
@@ -122,6 +125,46 @@ class StarterConfigurationIT {
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5))
                     .untilAsserted(() -> assertThat(txoutboxThreads()).isEmpty());
         });
+    }
+
+    @Test
+    void the_relay_and_the_inbox_worker_take_their_connections_from_the_beans_named_for_them_when_there_are_some() {
+        CountingDataSource relayConnections = new CountingDataSource(db.dataSource());
+        CountingDataSource workerConnections = new CountingDataSource(db.dataSource());
+        runner.withPropertyValues("txoutbox.relay.lanes=1", "txoutbox.inbox-worker.consumer=shipping",
+                        "txoutbox.inbox-worker.lanes=1")
+                // as @Bean(defaultCandidate = false) declares them: Boot's own DataSource must not back off
+                .withBean(TxoutboxAutoConfiguration.RELAY_DATA_SOURCE_BEAN, DataSource.class, () -> relayConnections,
+                        bd -> ((AbstractBeanDefinition) bd).setDefaultCandidate(false))
+                .withBean(TxoutboxAutoConfiguration.INBOX_WORKER_DATA_SOURCE_BEAN, DataSource.class,
+                        () -> workerConnections, bd -> ((AbstractBeanDefinition) bd).setDefaultCandidate(false))
+                .withBean(InboxHandler.class, () -> (connection, event) -> { })
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    PollingRelay relay = context.getBean(RelayLifecycle.class).relay();
+                    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+                            .until(() -> relay.lanes().size() == 1 && workerConnections.opened.get() > 0);
+                    assertThat(relayConnections.opened).as("connections the relay took from its bean").hasPositiveValue();
+                    // no pool of their own was made: Hikari names its threads "<pool> housekeeper" and so on
+                    assertThat(txoutboxThreads()).noneMatch(n -> n.startsWith("txoutbox-relay ")
+                            || n.startsWith("txoutbox-inbox "));
+                });
+    }
+
+    /** A DataSource that counts the connections taken from it. */
+    private static final class CountingDataSource extends org.springframework.jdbc.datasource.DelegatingDataSource {
+
+        final java.util.concurrent.atomic.AtomicInteger opened = new java.util.concurrent.atomic.AtomicInteger();
+
+        CountingDataSource(DataSource target) {
+            super(target);
+        }
+
+        @Override
+        public java.sql.Connection getConnection() throws java.sql.SQLException {
+            opened.incrementAndGet();
+            return super.getConnection();
+        }
     }
 
     private static Set<String> txoutboxThreads() {

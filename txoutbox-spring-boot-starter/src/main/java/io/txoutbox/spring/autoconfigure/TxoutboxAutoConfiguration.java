@@ -17,9 +17,9 @@ import io.txoutbox.spi.RelayListener;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.spring.OutboxEventPublisher;
 import io.txoutbox.spring.TransactionalInbox;
+import io.txoutbox.spring.internal.ComponentPool;
 import io.txoutbox.spring.internal.InboxWorkerLifecycle;
 import io.txoutbox.spring.internal.RelayLifecycle;
-import io.txoutbox.spring.internal.ComponentPool;
 import io.txoutbox.spring.internal.SchemaInitializer;
 import io.txoutbox.spring.internal.Serializers;
 import io.txoutbox.spring.internal.SpringOutboxEventPublisher;
@@ -27,6 +27,7 @@ import io.txoutbox.spring.internal.SpringTransactionalInbox;
 import io.txoutbox.spring.internal.StarterSettings;
 import io.txoutbox.spring.internal.TraceHeaders;
 import io.txoutbox.spring.internal.TxoutboxSettings;
+import java.util.function.BiFunction;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -52,7 +53,8 @@ import org.springframework.util.ClassUtils;
  * <p><b>Which DataSource.</b> A bean named {@code txoutboxDataSource} when there is one, else the application's
  * primary {@code DataSource}: the one its {@code @Transactional} methods run on, so the events commit with the
  * business rows. The relay connects with the same URL and credentials through a pool of its own
- * ({@code txoutbox-relay}, lanes + 2 connections), or through a bean named {@code txoutboxRelayDataSource}.
+ * ({@code txoutbox-relay}, lanes + 2 connections), or through a bean named {@code txoutboxRelayDataSource}; the
+ * inbox worker likewise ({@code txoutbox-inbox}, or a bean named {@code txoutboxInboxWorkerDataSource}).
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
         afterName = {"org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
@@ -69,6 +71,8 @@ public class TxoutboxAutoConfiguration {
     public static final String DATA_SOURCE_BEAN = "txoutboxDataSource";
     /** The bean name of a DataSource the relay uses instead of its own pool. */
     public static final String RELAY_DATA_SOURCE_BEAN = "txoutboxRelayDataSource";
+    /** The bean name of a DataSource the inbox worker uses instead of its own pool. */
+    public static final String INBOX_WORKER_DATA_SOURCE_BEAN = "txoutboxInboxWorkerDataSource";
 
     @Bean
     @ConditionalOnMissingBean
@@ -153,9 +157,9 @@ public class TxoutboxAutoConfiguration {
             InboxWorker.Builder builder = settings.apply(InboxWorkerConfig.DESCRIPTOR, InboxWorker.builder())
                     .schema(schema.schema()).defaultHandler(h);
             listener.ifUnique(builder::listener);
-            HikariDataSource pool = ComponentPool.of("txoutbox-inbox", connection.getIfAvailable(),
-                    outboxDataSource(beans), builder.config().lanes() + 2);
-            return ComponentPool.build(pool, p -> new InboxWorkerLifecycle(builder.dataSource(p).build(), p));
+            return onOwnConnections(beans, INBOX_WORKER_DATA_SOURCE_BEAN, "txoutbox-inbox",
+                    builder.config().lanes() + 2, connection.getIfAvailable(),
+                    (dataSource, pool) -> new InboxWorkerLifecycle(builder.dataSource(dataSource).build(), pool));
         }
     }
 
@@ -180,15 +184,25 @@ public class TxoutboxAutoConfiguration {
             }
             builder.transport(t);
             listener.ifUnique(builder::listener);
-            if (beans.containsBean(RELAY_DATA_SOURCE_BEAN)) {
-                return new RelayLifecycle(builder.dataSource(beans.getBean(RELAY_DATA_SOURCE_BEAN, DataSource.class))
-                        .build(), null);
-            }
             RelayConfig config = builder.config();
-            HikariDataSource pool = ComponentPool.of("txoutbox-relay", connection.getIfAvailable(),
-                    outboxDataSource(beans), Math.min(config.lanes(), config.maxLanesPerInstance()) + 2);
-            return ComponentPool.build(pool, p -> new RelayLifecycle(builder.dataSource(p).build(), p));
+            return onOwnConnections(beans, RELAY_DATA_SOURCE_BEAN, "txoutbox-relay",
+                    Math.min(config.lanes(), config.maxLanesPerInstance()) + 2, connection.getIfAvailable(),
+                    (dataSource, pool) -> new RelayLifecycle(builder.dataSource(dataSource).build(), pool));
         }
+    }
+
+    /**
+     * A component that holds a session per lane (the relay, the inbox worker), on the {@code DataSource} bean named
+     * {@code bean} if the application defines one (the application then owns it), else on a pool of its own named
+     * {@code poolName} with {@code size} connections, which its lifecycle closes after it.
+     */
+    private static <T> T onOwnConnections(ListableBeanFactory beans, String bean, String poolName, int size,
+            JdbcConnectionDetails connection, BiFunction<DataSource, AutoCloseable, T> component) {
+        if (beans.containsBean(bean)) {
+            return component.apply(beans.getBean(bean, DataSource.class), null);
+        }
+        HikariDataSource pool = ComponentPool.of(poolName, connection, outboxDataSource(beans), size);
+        return ComponentPool.build(pool, p -> component.apply(p, p));
     }
 
     static DataSource outboxDataSource(ListableBeanFactory beans) {
