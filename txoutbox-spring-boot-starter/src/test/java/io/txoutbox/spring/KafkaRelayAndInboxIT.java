@@ -49,6 +49,7 @@ import org.springframework.transaction.annotation.Transactional;
         "spring.jpa.hibernate.ddl-auto=create",
         "spring.jpa.open-in-view=false",
         "spring.flyway.enabled=false",
+        "spring.liquibase.enabled=false",
         "spring.kafka.consumer.auto-offset-reset=earliest",
         "spring.kafka.consumer.isolation-level=read-committed",
         // tracing: every span sampled, the listener container observes (continues the trace in the record's headers)

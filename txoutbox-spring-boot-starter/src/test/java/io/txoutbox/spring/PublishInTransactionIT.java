@@ -34,6 +34,7 @@ import org.springframework.test.context.DynamicPropertySource;
         "spring.jpa.hibernate.ddl-auto=create",
         "spring.jpa.open-in-view=false",
         "spring.flyway.enabled=false",
+        "spring.liquibase.enabled=false",
         "spring.jackson.property-naming-strategy=SNAKE_CASE"})
 class PublishInTransactionIT {
 

@@ -36,7 +36,8 @@ public final class StarterSettings {
     public static final Setting MIGRATE = new Setting("txoutbox.schema.migrate", "auto",
             List.of("auto", "always", "never"),
             "auto: apply the outbox's scripts on start unless Flyway or Liquibase runs (then only check the version); "
-                    + "always; never (check only)");
+                    + "always: apply them in any case, after Flyway or Liquibase (the way with Liquibase); "
+                    + "never (check only)");
 
     public static final Setting GUARD_KAFKA_TEMPLATE = new Setting("txoutbox.guard.kafka-template", "off",
             List.of("off", "warn", "fail"),
