@@ -33,6 +33,11 @@ import org.slf4j.LoggerFactory;
  *     kafka.restart();    // same ports, same data
  * }
  * }</pre>
+ *
+ * <p>{@link Builder#secure()} adds the listeners of {@link KafkaBroker.Builder#secure()}: TLS
+ * ({@link #sslBootstrapServers()}) and SASL_SSL with SCRAM-SHA-512 ({@link #saslSslBootstrapServers()}, user
+ * {@link #scramUser()}), with a certificate signed by a CA made at the first start ({@link #tls()}); the PLAINTEXT
+ * listener stays, for the tests' own admin clients. A restart keeps the ports, the stores and the user.
  */
 public final class KafkaBrokerProcess implements AutoCloseable {
 
@@ -43,11 +48,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     private final Map<String, String> overrides;
     private final List<String> jvmArgs;
     private final Duration startTimeout;
+    private final boolean secure;
     private final Path dir;
     private final AtomicBoolean closed = new AtomicBoolean();
     private boolean formatted;
     private int port;
     private int controllerPort;
+    private int sslPort;
+    private int saslSslPort;
+    private TlsMaterial tls;
+    private String scramPassword;
     private JvmProcess process;
     private int starts;
 
@@ -61,6 +71,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         this.overrides = Map.copyOf(merged);
         this.jvmArgs = List.copyOf(builder.jvmArgs);
         this.startTimeout = builder.startTimeout;
+        this.secure = builder.secure;
         try {
             this.dir = Files.createTempDirectory("txoutbox-kafka-process-");
         } catch (IOException e) {
@@ -88,12 +99,25 @@ public final class KafkaBrokerProcess implements AutoCloseable {
             process = null;
         }
         boolean firstStart = !formatted;
+        if (firstStart && secure && tls == null) {
+            long begin = System.nanoTime();
+            tls = TlsMaterial.generate(dir.resolve("tls"));
+            log.info("KafkaBrokerProcess: CA, broker certificate and truststores made in {} ms ({})",
+                    (System.nanoTime() - begin) / 1_000_000, tls);
+        }
         for (int attempt = 1; ; attempt++) {
             if (firstStart) {
-                int[] ports = FreePorts.take(2);
+                int[] ports = FreePorts.take(secure ? 4 : 2);
                 port = ports[0];
                 controllerPort = ports[1];
-                BrokerSetup.write(BrokerSetup.singleNode(port, controllerPort, logDir(), overrides), propertiesFile());
+                Map<String, String> settings = overrides;
+                if (secure) {
+                    sslPort = ports[2];
+                    saslSslPort = ports[3];
+                    settings = new LinkedHashMap<>(SecureSetup.brokerProperties(ports, tls));
+                    settings.putAll(overrides);
+                }
+                BrokerSetup.write(BrokerSetup.singleNode(port, controllerPort, logDir(), settings), propertiesFile());
                 if (!formatted) {
                     // the format records cluster and node ids, not ports, so a port retry needs no new format
                     BrokerSetup.format(propertiesFile());
@@ -113,6 +137,10 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 awaitReady(started);
                 if (firstStart) {
                     BrokerSetup.awaitTransactionCoordinator(bootstrapServers());
+                    if (secure) {
+                        // kept in the cluster's metadata log: a restart keeps the user and its password
+                        scramPassword = SecureSetup.createScramUser(bootstrapServers(), SecureSetup.SCRAM_USER);
+                    }
                 }
                 process = started;
                 log.info("KafkaBrokerProcess {} ready in {} ms (pid {}, start #{}, dir {})", bootstrapServers(),
@@ -192,6 +220,36 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         return port;
     }
 
+    /** {@code 127.0.0.1:<port>} of the TLS listener (security.protocol=SSL); {@link Builder#secure()} only. */
+    public synchronized String sslBootstrapServers() {
+        requireSecure();
+        return "127.0.0.1:" + sslPort;
+    }
+
+    /** {@code 127.0.0.1:<port>} of the SASL_SSL listener (SCRAM-SHA-512); {@link Builder#secure()} only. */
+    public synchronized String saslSslBootstrapServers() {
+        requireSecure();
+        return "127.0.0.1:" + saslSslPort;
+    }
+
+    /** The broker's CA, its truststore and an unrelated CA's truststore; {@link Builder#secure()} only. */
+    public synchronized TlsMaterial tls() {
+        requireSecure();
+        return tls;
+    }
+
+    /** The SCRAM-SHA-512 user created at the first start; {@link Builder#secure()} only. */
+    public synchronized String scramUser() {
+        requireSecure();
+        return SecureSetup.SCRAM_USER;
+    }
+
+    /** The SCRAM user's password. */
+    public synchronized String scramPassword() {
+        requireSecure();
+        return scramPassword;
+    }
+
     /** Kafka's data directory (log.dirs). */
     public Path logDir() {
         return dir.resolve("data");
@@ -233,6 +291,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
     private Path propertiesFile() {
         return dir.resolve("server.properties");
+    }
+
+    private void requireSecure() {
+        if (!secure) {
+            throw new IllegalStateException("this broker has no TLS or SASL listener: build it with "
+                    + "KafkaBrokerProcess.builder().secure()");
+        }
+        if (scramPassword == null) {
+            throw new IllegalStateException("KafkaBrokerProcess has not been started yet");
+        }
     }
 
     private JvmProcess requireProcess() {
@@ -300,6 +368,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"));
         private Duration startTimeout = Duration.ofMinutes(3); // generous: shared 2-core machines
+        private boolean secure;
 
         private Builder() {
         }
@@ -316,6 +385,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 throw new IllegalArgumentException("kafkaBrokerProcess.numPartitions must be >= 1, was " + partitions);
             }
             return property("num.partitions", Integer.toString(partitions));
+        }
+
+        /**
+         * Adds an SSL and a SASL_SSL (SCRAM-SHA-512) listener next to PLAINTEXT, as
+         * {@link KafkaBroker.Builder#secure()} does: a CA and the broker's certificate generated before the first
+         * start, a SCRAM user created once the broker runs.
+         */
+        public Builder secure() {
+            this.secure = true;
+            return this;
         }
 
         /** Extra options of the broker JVM (defaults: {@code -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1}). */

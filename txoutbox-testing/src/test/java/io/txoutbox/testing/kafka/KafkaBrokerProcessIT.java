@@ -1,16 +1,20 @@
 package io.txoutbox.testing.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -54,6 +58,46 @@ class KafkaBrokerProcessIT {
         }
         kafka.close();
         assertThat(kafka.logDir()).doesNotExist();
+    }
+
+    @Test
+    void aSecureBrokerTakesTheScramUserOverTlsRefusesAWrongPasswordAndKeepsBothAcrossARestart() throws Exception {
+        try (KafkaBrokerProcess kafka = KafkaBrokerProcess.builder().secure().start()) {
+            String sasl = kafka.saslSslBootstrapServers();
+            kafka.createTopic("secure", 2);
+            KafkaTestClients.produce(sasl, scram(kafka, kafka.scramPassword()), "secure", 20);
+
+            try (Admin admin = Admin.create(withBootstrap(scram(kafka, "not-" + kafka.scramPassword()), sasl))) {
+                assertThatThrownBy(() -> admin.describeCluster().nodes().get(10, TimeUnit.SECONDS))
+                        .isInstanceOf(ExecutionException.class)
+                        .hasCauseInstanceOf(SaslAuthenticationException.class);
+            }
+
+            kafka.restart();
+            assertThat(kafka.saslSslBootstrapServers()).isEqualTo(sasl);
+            assertValues(KafkaTestClients.readAll(sasl, scram(kafka, kafka.scramPassword()), "secure", 20,
+                    Duration.ofSeconds(30)), 20);
+        }
+    }
+
+    /** SASL_SSL with SCRAM-SHA-512, trusting the broker's CA. */
+    private static Properties scram(KafkaBrokerProcess kafka, String password) {
+        Properties p = new Properties();
+        p.put("security.protocol", "SASL_SSL");
+        p.put("ssl.truststore.location", kafka.tls().truststore().toString());
+        p.put("ssl.truststore.password", kafka.tls().storePassword());
+        p.put("ssl.truststore.type", kafka.tls().storeType());
+        p.put("sasl.mechanism", "SCRAM-SHA-512");
+        p.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                + kafka.scramUser() + "\" password=\"" + password + "\";");
+        return p;
+    }
+
+    private static Properties withBootstrap(Properties settings, String bootstrap) {
+        Properties p = new Properties();
+        p.putAll(settings);
+        p.put("bootstrap.servers", bootstrap);
+        return p;
     }
 
     private static void assertValues(List<ConsumerRecord<String, String>> records, int count) {

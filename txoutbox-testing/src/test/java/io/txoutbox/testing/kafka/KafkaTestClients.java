@@ -20,7 +20,13 @@ final class KafkaTestClients {
     }
 
     static KafkaProducer<String, String> producer(String bootstrapServers) {
+        return producer(bootstrapServers, new Properties());
+    }
+
+    /** With client settings added, e.g. security. */
+    static KafkaProducer<String, String> producer(String bootstrapServers, Properties settings) {
         Properties p = new Properties();
+        p.putAll(settings);
         p.put("bootstrap.servers", bootstrapServers);
         p.put("acks", "all");
         p.put("enable.idempotence", "true");
@@ -31,7 +37,11 @@ final class KafkaTestClients {
 
     /** Sends {@code count} records {@code key-i/value-i} and waits for every ack. */
     static void produce(String bootstrapServers, String topic, int count) throws Exception {
-        try (KafkaProducer<String, String> producer = producer(bootstrapServers)) {
+        produce(bootstrapServers, new Properties(), topic, count);
+    }
+
+    static void produce(String bootstrapServers, Properties settings, String topic, int count) throws Exception {
+        try (KafkaProducer<String, String> producer = producer(bootstrapServers, settings)) {
             List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 acks.add(producer.send(new ProducerRecord<>(topic, "key-" + i, "value-" + i)));
@@ -45,7 +55,13 @@ final class KafkaTestClients {
     /** Reads all partitions of {@code topic} from the beginning until {@code expected} records or the timeout. */
     static List<ConsumerRecord<String, String>> readAll(String bootstrapServers, String topic, int expected,
                                                         Duration timeout) {
+        return readAll(bootstrapServers, new Properties(), topic, expected, timeout);
+    }
+
+    static List<ConsumerRecord<String, String>> readAll(String bootstrapServers, Properties settings, String topic,
+                                                        int expected, Duration timeout) {
         Properties p = new Properties();
+        p.putAll(settings);
         p.put("bootstrap.servers", bootstrapServers);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
