@@ -16,6 +16,7 @@ public record RelayConfig(
         int batchSize,
         long maxBatchBytes,
         Duration pollInterval,
+        Duration linger,
         Duration sendTimeout,
         Duration statementTimeout,
         Duration lockTimeout,
@@ -38,6 +39,10 @@ public record RelayConfig(
     public static final long DEFAULT_MAX_BATCH_BYTES = 16L * 1024 * 1024;
     public static final int MAX_BATCH_SIZE = 10_000;
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(500);
+    /** A lane claims again at once (what lingering costs and saves: BENCHMARKS.md, "linger"). */
+    public static final Duration DEFAULT_LINGER = Duration.ZERO;
+    /** The longest linger: a lane that waits longer only adds latency (a batch gathers what one claim can send). */
+    public static final Duration MAX_LINGER = Duration.ofSeconds(1);
     public static final Duration DEFAULT_SEND_TIMEOUT = Duration.ofSeconds(30);
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(2);
@@ -65,6 +70,9 @@ public record RelayConfig(
                             RelayConfig::maxBatchBytes)
                     .add("pollInterval", Duration.class, DEFAULT_POLL_INTERVAL, "", "How often an idle lane looks "
                             + "for work without a nudge", PollingRelay.Builder::pollInterval, RelayConfig::pollInterval)
+                    .add("linger", Duration.class, DEFAULT_LINGER, "", "How long a lane that has caught up waits "
+                            + "before its next claim, to send what commits meanwhile in the same batch (as Kafka's "
+                            + "linger.ms); 0: at once", PollingRelay.Builder::linger, RelayConfig::linger)
                     .add("sendTimeout", Duration.class, DEFAULT_SEND_TIMEOUT, "", "How long a lane waits for a "
                             + "batch's acknowledgements", PollingRelay.Builder::sendTimeout, RelayConfig::sendTimeout)
                     .add("statementTimeout", Duration.class, DEFAULT_STATEMENT_TIMEOUT, "", "statement_timeout of "
@@ -108,6 +116,11 @@ public record RelayConfig(
         Checks.between("relay.batchSize", batchSize, 1, MAX_BATCH_SIZE);
         Checks.atLeast("relay.maxBatchBytes", maxBatchBytes, 1);
         Checks.positive("relay.pollInterval", pollInterval);
+        Checks.notNegative("relay.linger", linger);
+        if (linger.compareTo(MAX_LINGER) > 0) {
+            throw Checks.invalid("relay.linger", "(" + Values.format(linger) + ") must be at most "
+                    + Values.format(MAX_LINGER) + ": a lane that waits longer only adds latency");
+        }
         Checks.positive("relay.sendTimeout", sendTimeout);
         Checks.positive("relay.statementTimeout", statementTimeout);
         Checks.positive("relay.lockTimeout", lockTimeout);

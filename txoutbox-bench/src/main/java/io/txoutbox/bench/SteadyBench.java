@@ -46,6 +46,9 @@ final class SteadyBench implements Callable<Integer> {
     @Option(names = "--batch", defaultValue = "" + RelayConfig.DEFAULT_BATCH_SIZE, description = "relay batch size (default ${DEFAULT-VALUE})")
     int batch;
 
+    @Option(names = "--linger", defaultValue = "0", description = "relay linger in ms, the relay.linger setting (default ${DEFAULT-VALUE})")
+    long lingerMs;
+
     @Override
     public Integer call() throws Exception {
         Events gen = new Events(common.keys, common.payloadBytes);
@@ -58,10 +61,10 @@ final class SteadyBench implements Callable<Integer> {
             int k = 0;
             for (int rate : rates) {
                 String id = "st" + (++k) + "_" + rate;
-                log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={}", rate,
-                        duration, warmup, writers, lanes, batch);
+                log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={} linger={}ms", rate,
+                        duration, warmup, writers, lanes, batch, lingerMs);
                 try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers)) {
-                    run.start(lanes, batch);
+                    run.start(lanes, batch, java.time.Duration.ofMillis(lingerMs));
                     run.awaitElapsed(warmup);
                     CostWindow cw = CostWindow.open(env, run.schema());
                     PollingRelay.RelayStats s0 = run.relay().stats();
@@ -97,7 +100,7 @@ final class SteadyBench implements Callable<Integer> {
             env.describe().forEach(l -> out.add("- " + l));
             out.addAll(saturation);
             out.add("- producer settings: " + ProducerSettings.effective(common) + ", KafkaTransport mode " + common.mode);
-            out.add("- relay lanes=" + lanes + " batch=" + batch + ", writers=" + writers + ", warm-up " + warmup
+            out.add("- relay lanes=" + lanes + " batch=" + batch + " linger=" + lingerMs + "ms, writers=" + writers + ", warm-up " + warmup
                     + " s (not counted), measured " + duration + " s per rate");
             out.add("- command: bench steady " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
             out.add("");

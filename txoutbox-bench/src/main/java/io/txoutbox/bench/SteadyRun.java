@@ -80,11 +80,11 @@ final class SteadyRun implements AutoCloseable {
     }
 
     /** Starts relay, consumer and writers; returns the schedule's start (nanoTime). */
-    long start(int lanes, int batchSize) throws Exception {
+    long start(int lanes, int batchSize, java.time.Duration linger) throws Exception {
         relay = PollingRelay.builder().dataSource(env.relayDataSource())
                 .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(env.options()),
                         env.options()))
-                .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).build().start();
+                .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).linger(linger).build().start();
         RelayWarmUp.run(env, relay, schema, gen, topic + "-warm");
         return startWriters(Outbox.builder().schema(schema).afterPublish(relay::nudge).build());
     }

@@ -10,6 +10,7 @@ import io.txoutbox.internal.pg.InboxStatements;
 import io.txoutbox.spi.InboxListener;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
@@ -52,7 +53,8 @@ final class WorkerLane implements Runnable, LaneLoop.Work {
         // no outage pause (a handler's failure is its event's) and no call out of the lane: the lease bounds both
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-inbox", "inbox worker", laneId,
                 "consumer " + config.consumer() + ", shards " + Arrays.toString(shards), dataSource,
-                config.leaseTimeout(), config.pollInterval(), config.leaseTimeout(), config.leaseTimeout()), this);
+                config.leaseTimeout(), config.pollInterval(), config.leaseTimeout(), config.leaseTimeout(),
+                Duration.ZERO), this);
         this.batch = new InboxBatch(config, laneId, shards, statements, counters, listener, watchdog,
                 loop.backendCheck(), loop.keeper());
     }

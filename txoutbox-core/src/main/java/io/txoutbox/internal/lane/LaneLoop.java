@@ -78,10 +78,13 @@ public final class LaneLoop implements Runnable {
     /**
      * {@code name}: the lanes' name in log lines ({@code txoutbox-relay}); {@code component}: who the backend check
      * names ("relay", "inbox worker"); {@code scope}: what the lane works, for its start line; {@code callBudget}: how
-     * long the lease is kept for one call out of the lane ({@link LeaseKeeper#away}).
+     * long the lease is kept for one call out of the lane ({@link LeaseKeeper#away}); {@code linger}: how long a
+     * lane that has caught up waits before its next turn, so that work arriving meanwhile is taken in one turn (after
+     * a nudge wakes it, after a turn that was not full); zero: at once.
      */
     public record Settings(String name, String component, String laneId, String scope, DataSource dataSource,
-            Duration leaseTimeout, Duration pollInterval, Duration outageBackoffMax, Duration callBudget) {
+            Duration leaseTimeout, Duration pollInterval, Duration outageBackoffMax, Duration callBudget,
+            Duration linger) {
     }
 
     private final Settings settings;
@@ -89,6 +92,7 @@ public final class LaneLoop implements Runnable {
     private final String laneId;
     private final Work work;
     private final long heartbeatNanos;
+    private final long lingerNanos;
     private final Semaphore wake = new Semaphore(0);
     private final LeaseKeeper keeper;
     private final BackendCheck backendCheck;
@@ -102,6 +106,8 @@ public final class LaneLoop implements Runnable {
     /** The isolation level the connection had before the lane pinned READ COMMITTED. */
     private int isolation = Connection.TRANSACTION_READ_COMMITTED;
     private long outageBackoffMs;
+    /** When the current turn began ({@link System#nanoTime}). */
+    private long turnStartNanos;
     private long errorBackoffMs;
     private String standbyReason;
 
@@ -111,6 +117,7 @@ public final class LaneLoop implements Runnable {
         this.laneId = settings.laneId();
         this.work = work;
         this.heartbeatNanos = settings.leaseTimeout().toNanos() / 3;
+        this.lingerNanos = settings.linger().toNanos();
         this.keeper = new LeaseKeeper(name, laneId, heartbeatNanos, settings.callBudget().toNanos());
         this.backendCheck = new BackendCheck(settings.component());
     }
@@ -173,6 +180,7 @@ public final class LaneLoop implements Runnable {
                         pause(STANDBY_RETRY.toMillis());
                         continue;
                     }
+                    turnStartNanos = System.nanoTime();
                     turn(work.runBatch(connection));
                 } catch (InterruptedException e) { // the lane's thread is being stopped
                     Thread.currentThread().interrupt();
@@ -210,6 +218,10 @@ public final class LaneLoop implements Runnable {
             case IDLE -> idle();
             case OUTAGE -> pause(nextOutageBackoff());
             case WORKED -> outageBackoffMs = 0;
+            case CAUGHT_UP -> {
+                outageBackoffMs = 0;
+                linger(turnStartNanos + lingerNanos);
+            }
             case LEASE_LOST -> release(); // the next turn finds out who owns the lane now
             default -> throw new IllegalStateException(outcome.name());
         }
@@ -348,8 +360,13 @@ public final class LaneLoop implements Runnable {
     private void idle() throws InterruptedException {
         long sinceNudge = System.nanoTime() - nudgedAt;
         if (sinceNudge < NUDGE_WINDOW_NANOS) {
-            long ms = Math.max(1, TimeUnit.NANOSECONDS.toMillis(sinceNudge) / 4);
-            wake.tryAcquire(Math.min(ms, 20), TimeUnit.MILLISECONDS);
+            long nanos = TimeUnit.MILLISECONDS.toNanos(Math.min(Math.max(1, TimeUnit.NANOSECONDS.toMillis(sinceNudge)
+                    / 4), 20));
+            if (lingerNanos > 0) { // the next look also gathers what arrives meanwhile
+                linger(System.nanoTime() + Math.max(nanos, lingerNanos));
+                return;
+            }
+            wake.tryAcquire(nanos, TimeUnit.NANOSECONDS);
             heartbeat();
             return;
         }
@@ -361,16 +378,32 @@ public final class LaneLoop implements Runnable {
             }
             // an idle lane still talks every third of the lease, so it keeps its lane
             boolean woken = wake.tryAcquire(Math.min(left, heartbeatNanos), TimeUnit.NANOSECONDS);
-            if (!heartbeat() || woken) {
+            if (!heartbeat()) {
+                return;
+            }
+            if (woken) {
+                linger(System.nanoTime() + lingerNanos); // what the nudger's neighbours commit goes in the same turn
                 return;
             }
         }
     }
 
+    /** Waits until {@code deadlineNanos} ({@link System#nanoTime}); a nudge does not cut it short. */
+    private void linger(long deadlineNanos) {
+        long left = deadlineNanos - System.nanoTime();
+        if (left > 0) {
+            pauseNanos(left);
+        }
+    }
+
     /** Waits {@code ms}, keeping the lease, unless the lane stops; a nudge does not cut it short. */
     public void pause(long ms) {
+        pauseNanos(TimeUnit.MILLISECONDS.toNanos(ms));
+    }
+
+    private void pauseNanos(long nanos) {
         try {
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+            long deadline = System.nanoTime() + nanos;
             while (!stopping) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {

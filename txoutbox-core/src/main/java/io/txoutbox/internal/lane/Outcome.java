@@ -4,8 +4,13 @@ package io.txoutbox.internal.lane;
 public enum Outcome {
     /** Nothing to do: wait for a nudge or the poll interval. */
     IDLE,
-    /** A batch was handled: go on at once. */
+    /** A full batch was handled: there may be more waiting, go on at once. */
     WORKED,
+    /**
+     * A batch was handled and it was not full: the lane has caught up. It goes on once its linger has passed since
+     * this turn began ({@link LaneLoop.Settings#linger}; at once when that is zero).
+     */
+    CAUGHT_UP,
     /** The transport is unreachable: pause, growing, up to the outage maximum. */
     OUTAGE,
     /** The session ended while the lane worked: let it go; the next turn finds out who owns the lane now. */

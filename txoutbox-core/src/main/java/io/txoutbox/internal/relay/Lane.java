@@ -96,7 +96,7 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         Integer[] shards = LaneShards.of(config.schema().shards(), config.lanes(), index);
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-relay", "relay", laneId,
                 "shards " + Arrays.toString(shards), dataSource, config.leaseTimeout(), config.pollInterval(),
-                config.outageBackoffMax(), config.sendTimeout()), this);
+                config.outageBackoffMax(), config.sendTimeout(), config.linger()), this);
         this.batch = new RelayBatch(config, laneId, laneKey().single(), shards, transport, statements, progress,
                 counters, listener, loop.keeper(), loop.backendCheck(), this);
     }

@@ -178,7 +178,19 @@ final class RelayBatch {
         if (log.isDebugEnabled()) {
             log.debug("txoutbox-relay {}: batch of {} handled in {} ms", laneId, batch.size(), (done - t0) / 1_000_000);
         }
-        return outcome;
+        return outcome == Outcome.WORKED && !full(batch) ? Outcome.CAUGHT_UP : outcome;
+    }
+
+    /** Whether the claim stopped at a limit (there may be more waiting) rather than at the end of what was there. */
+    private boolean full(List<OutboxRecord> batch) {
+        if (batch.size() >= config.batchSize()) {
+            return true;
+        }
+        long bytes = 0;
+        for (OutboxRecord r : batch) {
+            bytes += r.valueSize();
+        }
+        return bytes >= config.maxBatchBytes();
     }
 
     /**

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Queue;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -38,6 +39,9 @@ class LaneLoopIT {
         final int consumerHash;
         final AtomicInteger owned = new AtomicInteger();
         final AtomicInteger turns = new AtomicInteger();
+        /** What the turns return, in order (IDLE once used up), and when each turn began. */
+        final Queue<Outcome> script = new ConcurrentLinkedQueue<>();
+        final List<Long> turnNanos = new CopyOnWriteArrayList<>();
         final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
 
         NoWork(int consumerHash) {
@@ -94,8 +98,10 @@ class LaneLoopIT {
 
         @Override
         public Outcome runBatch(Connection c) throws SQLException {
+            turnNanos.add(System.nanoTime());
             turns.incrementAndGet();
-            return Outcome.IDLE;
+            Outcome next = script.poll();
+            return next == null ? Outcome.IDLE : next;
         }
 
         @Override
@@ -114,11 +120,53 @@ class LaneLoopIT {
 
     /** Starts the lane with a poll interval longer than the lease: only heartbeats keep its session. */
     private void start() {
+        start(Duration.ZERO);
+    }
+
+    private void start(Duration linger) {
         loop = new LaneLoop(new LaneLoop.Settings("txoutbox-test", "test", name, "a test", postgres.database()
-                .dataSource(), LEASE, Duration.ofSeconds(30), LEASE, LEASE), work);
+                .dataSource(), LEASE, Duration.ofSeconds(30), LEASE, LEASE, linger), work);
         thread = new Thread(loop, "txoutbox-test-" + name);
         thread.start();
         await().atMost(Duration.ofSeconds(10)).until(loop::isOwner);
+    }
+
+    @Test
+    void a_lane_that_caught_up_lingers_before_its_next_turn_and_one_after_a_full_batch_goes_on_at_once() {
+        work.script.addAll(List.of(Outcome.WORKED, Outcome.WORKED, Outcome.CAUGHT_UP));
+        start(Duration.ofMillis(1_000));
+        await().atMost(Duration.ofSeconds(10)).until(() -> work.turns.get() >= 4);
+        List<Long> t = work.turnNanos;
+        assertThat(millis(t.get(0), t.get(1))).as("after a full batch, ms").isLessThan(500);
+        assertThat(millis(t.get(1), t.get(2))).as("after a full batch, ms").isLessThan(500);
+        assertThat(millis(t.get(2), t.get(3))).as("after a batch that was not full, ms").isGreaterThanOrEqualTo(1_000);
+    }
+
+    @Test
+    void a_nudge_wakes_an_idle_lane_after_its_linger() throws InterruptedException {
+        start(Duration.ofMillis(400));
+        await().atMost(Duration.ofSeconds(10)).until(() -> work.turns.get() >= 1);
+        Thread.sleep(100); // the lane waits for its poll interval (30 s) now
+        long nudged = System.nanoTime();
+        loop.nudge();
+        await().atMost(Duration.ofSeconds(10)).until(() -> work.turns.get() >= 2);
+        assertThat(millis(nudged, work.turnNanos.get(1))).as("nudge to the next turn, ms")
+                .isGreaterThanOrEqualTo(400).isLessThan(5_000);
+    }
+
+    @Test
+    void without_a_linger_a_nudge_wakes_an_idle_lane_at_once() throws InterruptedException {
+        start();
+        await().atMost(Duration.ofSeconds(10)).until(() -> work.turns.get() >= 1);
+        Thread.sleep(100);
+        long nudged = System.nanoTime();
+        loop.nudge();
+        await().atMost(Duration.ofSeconds(10)).until(() -> work.turns.get() >= 2);
+        assertThat(millis(nudged, work.turnNanos.get(1))).as("nudge to the next turn, ms").isLessThan(300);
+    }
+
+    private static long millis(long fromNanos, long toNanos) {
+        return java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(toNanos - fromNanos);
     }
 
     @AfterEach

@@ -63,7 +63,7 @@ class GuardedListenerTest {
         GuardedListener guarded = new GuardedListener(delegate, "relay");
         assertThatCode(() -> {
             guarded.relayStarted(new RelayConfig(OutboxSchema.defaults(), "relay", 1, 1, 1,
-                    RelayConfig.DEFAULT_POLL_INTERVAL, RelayConfig.DEFAULT_SEND_TIMEOUT,
+                    RelayConfig.DEFAULT_POLL_INTERVAL, RelayConfig.DEFAULT_LINGER, RelayConfig.DEFAULT_SEND_TIMEOUT,
                     RelayConfig.DEFAULT_STATEMENT_TIMEOUT, RelayConfig.DEFAULT_LOCK_TIMEOUT,
                     RelayConfig.DEFAULT_TRANSACTION_TIMEOUT, RelayConfig.DEFAULT_OUTAGE_BACKOFF_MAX,
                     RelayConfig.DEFAULT_LEASE_TIMEOUT, 1, io.txoutbox.RetryPolicy.defaults(),
