@@ -11,6 +11,7 @@ import static io.txoutbox.kafka.KafkaTransport.DEFAULT_TRANSACTION_TIMEOUT_MS;
 import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_BATCH_SIZE;
 import static io.txoutbox.kafka.KafkaTransport.IDEMPOTENT_LINGER_MS;
 import static io.txoutbox.kafka.KafkaTransport.MIN_IDEMPOTENT_LINGER_MS;
+import static io.txoutbox.kafka.KafkaTransport.TRANSACTIONAL_RETRY_BACKOFF_MAX_MS;
 
 import io.txoutbox.ConfigDescriptor;
 import io.txoutbox.InvalidConfigurationException;
@@ -149,6 +150,18 @@ public record KafkaTransportConfig(KafkaTransport.Mode mode, String transactiona
                     String.valueOf(TRANSACTIONAL_MAX_IN_FLIGHT));
             props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG,
                     String.valueOf(DEFAULT_TRANSACTION_TIMEOUT_MS));
+            // with transactions v2 the broker adds a partition to the transaction when the first produce request for
+            // it arrives; while the previous transaction's markers are still being written it retries that for
+            // add.partitions.to.txn.retry.backoff.max.ms (100 ms) and then refuses the request with
+            // CONCURRENT_TRANSACTIONS, which the producer retries after retry.backoff.ms doubled per attempt: with
+            // Kafka's cap of 1 s, a batch went out up to 1 s after the markers (FirstRunIT's 2.3 s stall). Kafka's
+            // backoff starts at min(retry.backoff.ms, retry.backoff.max.ms), so a higher retry.backoff.ms raises the cap
+            if (!props.containsKey(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG)) {
+                long retryBackoff = props.containsKey(ProducerConfig.RETRY_BACKOFF_MS_CONFIG)
+                        ? number(props, ProducerConfig.RETRY_BACKOFF_MS_CONFIG) : 0;
+                props.put(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG,
+                        String.valueOf(Math.max(TRANSACTIONAL_RETRY_BACKOFF_MAX_MS, retryBackoff)));
+            }
         }
 
         String acks = text(props, ProducerConfig.ACKS_CONFIG);

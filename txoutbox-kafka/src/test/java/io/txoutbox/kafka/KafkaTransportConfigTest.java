@@ -80,8 +80,37 @@ class KafkaTransportConfigTest {
         try (KafkaTransport t = builder().properties(props).build()) {
             assertThat(t.toString()).contains("acks=all", "enable.idempotence=true", "linger.ms=20",
                     "batch.size=131072", "compression.type=lz4", "max.block.ms=5000", "request.timeout.ms=5000",
-                    "delivery.timeout.ms=8000", "transaction.timeout.ms=15000", "security.protocol=SASL_SSL");
+                    "delivery.timeout.ms=8000", "transaction.timeout.ms=15000", "retry.backoff.max.ms=100",
+                    "security.protocol=SASL_SSL");
         }
+    }
+
+    /** ConcurrentTransactionsRetryIT: a batch refused CONCURRENT_TRANSACTIONS waited up to Kafka's 1 s backoff cap. */
+    @Test
+    void transactionalLanesRetryWithinATenthOfASecondUnlessTheUserSaysOtherwise() {
+        KafkaTransportConfig defaults = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
+                KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+        assertThat(new ProducerSettings(defaults).producerProperties("0"))
+                .containsEntry("retry.backoff.max.ms", String.valueOf(KafkaTransport.TRANSACTIONAL_RETRY_BACKOFF_MAX_MS))
+                .doesNotContainKey("retry.backoff.ms");
+        assertThat(KafkaTransport.TRANSACTIONAL_RETRY_BACKOFF_MAX_MS).isEqualTo(100);
+
+        KafkaTransportConfig userCap = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092",
+                "retry.backoff.max.ms", "1000"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+        assertThat(userCap.producerProperties()).containsEntry("retry.backoff.max.ms", "1000");
+        KafkaTransportConfig slowerBase = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092",
+                "retry.backoff.ms", 500), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+        assertThat(slowerBase.producerProperties()).containsEntry("retry.backoff.max.ms", "500");
+        KafkaTransportConfig fasterBase = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092",
+                "retry.backoff.ms", "20"), "app-", KafkaTransport.DEFAULT_CLOSE_TIMEOUT);
+        assertThat(fasterBase.producerProperties()).containsEntry("retry.backoff.max.ms", "100");
+        assertThatThrownBy(() -> builder().property("retry.backoff.ms", "soon").build())
+                .isInstanceOf(InvalidConfigurationException.class).hasMessageContaining("'retry.backoff.ms'");
+
+        KafkaTransportConfig idempotent = KafkaTransportConfig.of(Map.of("bootstrap.servers", "b:9092"), "app-",
+                KafkaTransport.DEFAULT_CLOSE_TIMEOUT, KafkaTransport.Mode.IDEMPOTENT);
+        assertThat(idempotent.producerProperties()).as("no transactions, no CONCURRENT_TRANSACTIONS: Kafka's default")
+                .doesNotContainKey("retry.backoff.max.ms");
     }
 
     @Test

@@ -216,6 +216,14 @@ public final class KafkaBroker implements AutoCloseable {
         }
 
         /**
+         * Installs the {@link MarkerGate} as the broker's authorizer (it allows everything), so a test can hold the
+         * transaction coordinator's marker writes: one broker per JVM, the gate being static.
+         */
+        public Builder markerGate() {
+            return property("authorizer.class.name", MarkerGate.class.getName());
+        }
+
+        /**
          * Adds an SSL and a SASL_SSL (SCRAM-SHA-512) listener next to PLAINTEXT, with a CA and the broker's
          * certificate generated at start, and a SCRAM user created once the broker runs (about 5 s more than a plain
          * broker, mostly keytool).
