@@ -9,12 +9,15 @@ import picocli.CommandLine.Command;
  * xmin horizon) and {@code inbox} (the consuming side: inbox receive, worker drain and {@code Inbox.once} against a
  * plain consumer), {@code parked} (claim time against the number of parked keys), {@code progress} (what recording
  * progress costs
- * the database, by model). Each prints a table and the command that reproduces it.
+ * the database, by model), {@code spring-publish} and {@code spring-publish-call} (publishing through the Spring Boot
+ * starter against plain JDBC: per transaction, per call), {@code spring-drain} (the starter's relay against the core
+ * relay). Each prints a table and the command that reproduces it.
  */
 @Command(name = "txoutbox-bench", mixinStandardHelpOptions = true,
         subcommands = {DrainBench.class, SteadyBench.class, LongTxBench.class, TakeoverBench.class,
                 RetentionBench.class, KeptBench.class, InboxBench.class, ParkedBench.class,
-                ProgressBench.class, SpringPublishBench.class},
+                ProgressBench.class, SpringPublishBench.class, SpringDrainBench.class,
+                SpringPublishCallBench.class},
         description = "End-to-end benchmarks of txoutbox on PostgreSQL and Kafka.")
 public final class Bench implements Runnable {
 

@@ -44,6 +44,8 @@ final class CpuRules {
             rule("kafka-producer-network-thread \\| txoutbox-kafka-.*", RELAY_PRODUCERS),
             rule("kafka-producer-network-thread \\| .*", OTHER_PRODUCERS),
             rule("txoutbox-relay-.*-(lease|members|listen)", RELAY_HELPERS),
+            // the starter's own pool for the relay (Hikari, named txoutbox-relay): its housekeeping threads
+            rule("txoutbox-relay (housekeeper|connection adder|connection closer)", RELAY_HELPERS),
             // lane loops (txoutbox-relay-<name>-<lane>) and the transport's lane workers (txoutbox-kafka-<lane>)
             rule("txoutbox-relay-.*|txoutbox-kafka-.*", RELAY_LANES),
             rule("bench-writer-.*", WRITERS),

@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,7 +34,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "drain", mixinStandardHelpOptions = true,
         description = "Backlog drain: PollingRelay vs raw producer vs naive relay, alternating rounds.")
-final class DrainBench implements Callable<Integer> {
+final class DrainBench implements Callable<Integer>, DrainRun {
 
     private static final Logger log = LoggerFactory.getLogger(DrainBench.class);
 
@@ -232,8 +231,24 @@ final class DrainBench implements Callable<Integer> {
         return "bench drain " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
     }
 
-    Duration timeout(long n) {
-        return Duration.ofSeconds(Math.max(120, n / 200));
+    @Override
+    public BenchEnv env() {
+        return env;
+    }
+
+    @Override
+    public CommonOptions common() {
+        return common;
+    }
+
+    @Override
+    public Events gen() {
+        return gen;
+    }
+
+    @Override
+    public long events() {
+        return events;
     }
 
     // ---- contenders -------------------------------------------------------------------------------------------
