@@ -175,15 +175,23 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         return t;
     }
 
-    /** The relay's statements per batch, most frequent first. */
+    /**
+     * The relay's statements per batch, most frequent first, with their execution time ({@code total_exec_time}:
+     * planning, parse and bind apart) per call and per batch.
+     */
     Stats.Table statementTable() {
-        Stats.Table t = new Stats.Table("relay statement", "per batch");
+        Stats.Table t = new Stats.Table("relay statement", "per batch", "exec µs per call", "exec µs per batch");
         pg.relayCallsByQuery().entrySet().stream()
                 .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder())).limit(8)
-                .forEach(e -> t.row(e.getKey().replace("|", "\\|"), Stats.fmt(batches == 0 ? Double.NaN
-                        : (double) e.getValue() / batches)));
+                .forEach(e -> {
+                    long exec = pg.relayExecMicrosByQuery().getOrDefault(e.getKey(), 0L);
+                    t.row(e.getKey().replace("|", "\\|"),
+                            Stats.fmt(batches == 0 ? Double.NaN : (double) e.getValue() / batches),
+                            Stats.fmt(e.getValue() == 0 ? Double.NaN : (double) exec / e.getValue()),
+                            Stats.fmt(batches == 0 ? Double.NaN : (double) exec / batches));
+                });
         t.row("COMMIT (one per BEGIN; pg_stat_statements does not list it)",
-                Stats.fmt(batches == 0 ? Double.NaN : (double) pg.relayBegins() / batches));
+                Stats.fmt(batches == 0 ? Double.NaN : (double) pg.relayBegins() / batches), "-", "-");
         return t;
     }
 

@@ -19,8 +19,8 @@ import javax.sql.DataSource;
  */
 final class PgCost {
 
-    /** Per (role, query id): query text, calls and WAL bytes. */
-    record Counted(String role, String query, long calls, long walBytes) {
+    /** Per (role, query id): query text, calls, WAL bytes and execution time (µs, planning apart). */
+    record Counted(String role, String query, long calls, long walBytes, long execMicros) {
     }
 
     /** A snapshot; {@code statements} is empty when {@code pg_stat_statements} is not loaded. */
@@ -34,15 +34,17 @@ final class PgCost {
      */
     record Delta(boolean statementsKnown, long relayStatements, long relayBegins, long relayWalBytes,
                  long writerInserts, long writerWalBytes, long walBytes, long inserted, long deadMade, long deadDelta,
-                 Map<String, Long> relayCallsByQuery) {
+                 Map<String, Long> relayCallsByQuery, Map<String, Long> relayExecMicrosByQuery) {
 
         Delta plus(Delta o) {
             Map<String, Long> q = new HashMap<>(relayCallsByQuery);
             o.relayCallsByQuery.forEach((k, v) -> q.merge(k, v, Long::sum));
+            Map<String, Long> x = new HashMap<>(relayExecMicrosByQuery);
+            o.relayExecMicrosByQuery.forEach((k, v) -> x.merge(k, v, Long::sum));
             return new Delta(statementsKnown && o.statementsKnown, relayStatements + o.relayStatements,
                     relayBegins + o.relayBegins, relayWalBytes + o.relayWalBytes, writerInserts + o.writerInserts,
                     writerWalBytes + o.writerWalBytes, walBytes + o.walBytes, inserted + o.inserted,
-                    deadMade + o.deadMade, deadDelta + o.deadDelta, q);
+                    deadMade + o.deadMade, deadDelta + o.deadDelta, q, x);
         }
     }
 
@@ -55,12 +57,14 @@ final class PgCost {
             Map<String, Counted> statements = new HashMap<>();
             if (relayRole && statementsLoaded(st)) {
                 try (ResultSet rs = st.executeQuery("SELECT r.rolname, s.queryid, s.query, s.calls,"
-                        + " s.wal_bytes::bigint FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid"
+                        + " s.wal_bytes::bigint, ((s.total_exec_time + s.total_plan_time) * 1000)::bigint FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid"
                         + " WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())")) {
                     while (rs.next()) {
                         statements.merge(rs.getString(1) + "/" + rs.getLong(2),
-                                new Counted(rs.getString(1), rs.getString(3), rs.getLong(4), rs.getLong(5)),
-                                (a, b) -> new Counted(a.role, a.query, a.calls + b.calls, a.walBytes + b.walBytes));
+                                new Counted(rs.getString(1), rs.getString(3), rs.getLong(4), rs.getLong(5),
+                                        rs.getLong(6)),
+                                (a, b) -> new Counted(a.role, a.query, a.calls + b.calls, a.walBytes + b.walBytes,
+                                        a.execMicros + b.execMicros));
                     }
                 }
             }
@@ -102,11 +106,13 @@ final class PgCost {
         long inserts = 0;
         long writerWal = 0;
         Map<String, Long> byQuery = new HashMap<>();
+        Map<String, Long> execByQuery = new HashMap<>();
         for (var e : b.statements.entrySet()) {
             Counted s = e.getValue();
             Counted before = a.statements.get(e.getKey());
             long calls = s.calls - (before == null ? 0 : before.calls);
             long wal = s.walBytes - (before == null ? 0 : before.walBytes);
+            long exec = s.execMicros - (before == null ? 0 : before.execMicros);
             if (calls == 0) {
                 continue;
             }
@@ -116,8 +122,9 @@ final class PgCost {
                     begins += calls;
                 } else {
                     relay += calls;
-                    byQuery.merge(q.length() > 70 ? q.substring(0, 70).replaceAll("\\s+", " ") + "…" : q, calls,
-                            Long::sum);
+                    String shortQuery = q.length() > 70 ? q.substring(0, 70).replaceAll("\\s+", " ") + "…" : q;
+                    byQuery.merge(shortQuery, calls, Long::sum);
+                    execByQuery.merge(shortQuery, exec, Long::sum);
                 }
                 relayWal += wal;
             } else {
@@ -140,6 +147,7 @@ final class PgCost {
             throw new IllegalStateException("could not compare WAL positions: " + e.getMessage(), e);
         }
         return new Delta(!b.statements.isEmpty(), relay, begins, relayWal, inserts, writerWal, walBytes,
-                b.inserted - a.inserted, (b.updated - a.updated) + (b.deleted - a.deleted), b.dead - a.dead, byQuery);
+                b.inserted - a.inserted, (b.updated - a.updated) + (b.deleted - a.deleted), b.dead - a.dead, byQuery,
+                execByQuery);
     }
 }

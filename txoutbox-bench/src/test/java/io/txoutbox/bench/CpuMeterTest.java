@@ -93,7 +93,7 @@ class CpuMeterTest {
         CpuMeter.Result cpu = new CpuMeter.Result(10, 2, "1 1 1", "2 2 2", 0.5, 20_000_000_000L, 4_000_000_000L,
                 threads, backends, true, 0, 10, 0, 5, 0, 0);
         PgCost.Delta pg = new PgCost.Delta(true, 300, 200, 2_000_000, 10_000, 3_000_000, 6_000_000, 10_000, 10_000,
-                9_000, Map.of());
+                9_000, Map.of(), Map.of());
         CostReport r = new CostReport(cpu, pg, 10_000, 100, 10_000, -1);
         assertThat(r.relayMicrosPerEvent()).isEqualTo(600.0);
         assertThat(r.eventsPerBatch()).isEqualTo(100.0);
