@@ -16,7 +16,7 @@ import picocli.CommandLine.Command;
 @Command(name = "txoutbox-bench", mixinStandardHelpOptions = true,
         subcommands = {DrainBench.class, SteadyBench.class, LongTxBench.class, TakeoverBench.class,
                 RetentionBench.class, KeptBench.class, InboxBench.class, ParkedBench.class,
-                ProgressBench.class, SpringPublishBench.class, SpringDrainBench.class,
+                ProgressBench.class, SpringDrainBench.class,
                 SpringPublishCallBench.class},
         description = "End-to-end benchmarks of txoutbox on PostgreSQL and Kafka.")
 public final class Bench implements Runnable {

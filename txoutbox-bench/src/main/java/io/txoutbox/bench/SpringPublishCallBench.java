@@ -63,7 +63,7 @@ final class SpringPublishCallBench implements Callable<Integer> {
             description = "rounds not reported (default ${DEFAULT-VALUE})")
     int warmupRounds;
 
-    /** The event, as the design notes' handler builds it (the same as {@code spring-publish}). */
+    /** The event, as the design notes' handler builds it. */
     record OrderCreatedEvent(UUID eventUuid, String orderId, BigDecimal orderTotal) {
     }
 
