@@ -41,6 +41,37 @@ class InMemoryTransportTest {
                 .isInstanceOf(AssertionError.class).hasMessageContaining("[Created, Paid]");
     }
 
+    /**
+     * A broker that comes back while a batch is being sent must not deliver a key's later record after its earlier
+     * one failed as unavailable: the batch's iterator brings the broker back between the two records, the
+     * interleaving a relay's {@code comeUp()} on another thread can hit.
+     */
+    @Test
+    void a_broker_that_comes_back_during_a_batch_does_not_deliver_a_keys_later_record_before_its_first() {
+        InMemoryTransport t = new InMemoryTransport();
+        OutboxRecord first = record("k1", "Created");
+        OutboxRecord second = record("k1", "Paid");
+        t.goDown();
+        List<OutboxRecord> batch = new java.util.AbstractList<>() {
+            @Override
+            public OutboxRecord get(int index) {
+                if (index == 1) {
+                    t.comeUp(); // the broker is back after the first record was refused
+                }
+                return index == 0 ? first : second;
+            }
+
+            @Override
+            public int size() {
+                return 2;
+            }
+        };
+        List<SendResult> results = send(t, batch);
+        assertThat(results.get(0).isDelivered()).as("the first record, sent while the broker was down").isFalse();
+        assertThat(results.get(1).isDelivered()).as("the key's later record").isFalse();
+        assertThat(t.delivered()).isEmpty();
+    }
+
     @Test
     void a_failed_record_holds_back_the_later_records_of_its_key_only() {
         InMemoryTransport t = new InMemoryTransport();
