@@ -104,10 +104,13 @@ public final class InMemoryTransport implements Transport {
             return CompletableFuture.failedFuture(new IllegalStateException("InMemoryTransport is closed"));
         }
         batchSizes.add(batch.size());
+        // a broker is up or down for the whole batch: read once, so a comeUp() on another thread while the batch is
+        // sent cannot deliver a key's later record after its earlier one was refused
+        boolean downForThisBatch = down;
         List<SendResult> results = new ArrayList<>(batch.size());
         Set<String> failedKeys = new HashSet<>();
         for (OutboxRecord r : batch) {
-            if (down) {
+            if (downForThisBatch) {
                 results.add(SendResult.unavailable(new IllegalStateException("in-memory broker is down")));
                 continue;
             }
