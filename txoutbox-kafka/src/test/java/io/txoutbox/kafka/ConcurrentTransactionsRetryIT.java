@@ -10,10 +10,14 @@ import io.txoutbox.testing.kafka.MarkerGate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Metric;
@@ -81,6 +85,9 @@ class ConcurrentTransactionsRetryIT {
                 }).build()) {
             // the lane's producer made and the partition known, markers written
             assertDelivered(send(transport).get(60, TimeUnit.SECONDS));
+            // its commit returns before the coordinator has written the markers: hold only the next transaction's,
+            // else the next batch waits for these (and aborts when its own send times out on a slow machine)
+            awaitCompleteCommit(PREFIX + LANE);
 
             MarkerGate.hold();
             try {
@@ -107,6 +114,24 @@ class ConcurrentTransactionsRetryIT {
             } finally {
                 MarkerGate.release();
             }
+        }
+    }
+
+    /** Waits until the coordinator has written the markers of the transactional id's last commit. */
+    private static void awaitCompleteCommit(String transactionalId) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            TransactionState state = null;
+            while (System.nanoTime() < deadline) {
+                state = admin.describeTransactions(List.of(transactionalId)).description(transactionalId)
+                        .get(30, TimeUnit.SECONDS).state();
+                if (state == TransactionState.COMPLETE_COMMIT) {
+                    return;
+                }
+                Thread.sleep(20);
+            }
+            throw new AssertionError("the first transaction's markers were not written within 60 s (state " + state
+                    + ")");
         }
     }
 
