@@ -153,7 +153,7 @@ class SpringKafkaSecurityIT {
         args.addAll(List.of(
                 "--spring.jpa.hibernate.ddl-auto=create",
                 "--spring.jpa.open-in-view=false",
-                "--spring.flyway.enabled=false",
+                "--spring.flyway.enabled=false", "--spring.liquibase.enabled=false",
                 "--spring.kafka.bootstrap-servers=" + kafka.saslSslBootstrapServers(),
                 "--spring.kafka.security.protocol=SASL_SSL",
                 "--spring.kafka.ssl.trust-store-location=file:" + kafka.tls().truststore(),
