@@ -33,27 +33,44 @@ final class ArchiveProgress implements ProgressModel {
         return rows.schema();
     }
 
+    /** Today's lane (claim floor, claim, failure record), with the mark of delivered rows replaced. */
     @Override
-    public Claim claim(Connection lane, ClaimRequest request) throws SQLException {
-        return rows.claim(lane, request);
+    public Lane lane(int index, int lanes, Integer[] shards) {
+        Lane today = rows.lane(index, lanes, shards);
+        return new Lane() {
+            @Override
+            public void reset() {
+                today.reset();
+            }
+
+            @Override
+            public Claim claim(Connection lane, ClaimRequest request) throws SQLException {
+                return today.claim(lane, request);
+            }
+
+            @Override
+            public void markStarts(Connection lane) throws SQLException {
+                today.markStarts(lane);
+            }
+
+            @Override
+            public int delivered(Connection lane, Long[] ids, BackendCheck owner) throws SQLException {
+                try (PreparedStatement ps = lane.prepareStatement(moveDelivered.formatted(owner.condition()))) {
+                    ps.setArray(1, lane.createArrayOf("bigint", ids));
+                    return ps.executeUpdate();
+                }
+            }
+
+            @Override
+            public void failed(Connection lane, FailureUpdate update, BackendCheck owner) throws SQLException {
+                today.failed(lane, update, owner);
+            }
+        };
     }
 
     @Override
-    public void markStarts(Connection lane) throws SQLException {
-        rows.markStarts(lane);
-    }
-
-    @Override
-    public int delivered(Connection lane, Long[] ids, BackendCheck owner) throws SQLException {
-        try (PreparedStatement ps = lane.prepareStatement(moveDelivered.formatted(owner.condition()))) {
-            ps.setArray(1, lane.createArrayOf("bigint", ids));
-            return ps.executeUpdate();
-        }
-    }
-
-    @Override
-    public void failed(Connection lane, FailureUpdate update, BackendCheck owner) throws SQLException {
-        rows.failed(lane, update, owner);
+    public Release releaseParked() {
+        return rows.releaseParked();
     }
 
     @Override

@@ -18,7 +18,6 @@ public final class AdminStatements {
     /** The columns of a {@code FailedEvent}, in its order (see {@code OperatorCalls#failedEvent}). */
     private final String failedEventColumns;
     private final String table;
-    private final String releaseNext;
 
     /** {@code pending}: the progress model's predicate of a pending row, given a table alias (null: none). */
     public AdminStatements(OutboxSchema schema, UnaryOperator<String> pending) {
@@ -32,17 +31,6 @@ public final class AdminStatements {
                 AND w.partition_key = p.partition_key AND w.id > p.id) ELSE 0 END, \
                 p.operator_action, p.operator_name, p.operator_at""".formatted(t, EventState.PARKED.sql(),
                 pending.apply("w"));
-        // Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's
-        // key becomes due with a next_attempt_at, so the relay's claim starts at it even when the claim floor went past
-        // the key's held events while it was parked (see the relay's claim); without it those events would go out
-        // only when a claim without floor finds them, after later events of the key.
-        this.releaseNext = """
-                UPDATE %1$s n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM %1$s x \
-                WHERE %2$s AND x.shard = p.shard AND x.partition_key = p.partition_key \
-                AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM %1$s p \
-                WHERE p.event_id = ANY(?) AND p.state = %3$s AND p.partition_key IS NOT NULL) m \
-                WHERE n.event_id = m.event_id AND %4$s AND n.next_attempt_at IS NULL"""
-                .formatted(t, pending.apply("x"), EventState.PARKED.sql(), pending.apply("n"));
     }
 
     /** One event, its payload only when asked (binds: with payload, event id); columns of an {@code EventDetails}. */
@@ -67,10 +55,6 @@ public final class AdminStatements {
                 + " WHERE event_id = ANY(?) AND state = ANY(?)";
     }
 
-    /** Makes the next pending event of each released parked key due (bind: the event ids, a uuid array). */
-    public String releaseNext() {
-        return releaseNext;
-    }
 
     /** A page of {@code FailedEvent} rows matching {@code f}, in id order after {@code afterId}. */
     public Bound list(EventFilter f, long afterId, int limit) {

@@ -17,6 +17,10 @@ import java.util.List;
  * fencing is the session — a zombie lane's mark fails because PostgreSQL ended the session that held its lock — and the
  * statements that change rows carry the lane's proof of ownership ({@link BackendCheck}) in their WHERE.
  *
+ * <p><b>Lanes.</b> The relay asks the model for one {@link Lane} per relay lane ({@link #lane}): what a model keeps
+ * about a lane between its batches (the claim floor; the cursor model's cursor) lives there, and is forgotten when
+ * the lane is (re)acquired ({@link Lane#reset}).
+ *
  * <p><b>Where a component gets its model.</b> From {@link ProgressModels#of}, the one place: today's model
  * ({@link RowStateProgress}, one UPDATE per row) for every table. A test may put another model behind a table with
  * {@link ProgressModels#use} (an internal seam, not a public API): every relay and reader built for that
@@ -28,23 +32,56 @@ public interface ProgressModel {
     OutboxSchema schema();
 
     /**
-     * Claims the lane's next batch in one READ COMMITTED transaction on {@code lane} and commits it: the floor's
-     * settlement check ({@link ClaimFloor#beforeClaim}), the lowest backing-off row of the lane, the claim from the
-     * floor, then the floor moved ({@link ClaimFloor#afterClaim}). The caller rolls back if it throws.
+     * The progress of one relay lane, lane {@code index} of {@code lanes} working {@code shards}; one per lane object,
+     * used only by the lane's thread.
      */
-    Claim claim(Connection lane, ClaimRequest request) throws SQLException;
+    Lane lane(int index, int lanes, Integer[] shards);
 
-    /** The first statements of the mark transaction, before {@link #delivered} and {@link #failed} (not committed). */
-    void markStarts(Connection lane) throws SQLException;
+    /** What a model keeps and does for one relay lane, on the lane's session. */
+    interface Lane {
+
+        /** Forget what was kept: the lane was (re)acquired, or let its session go. */
+        void reset();
+
+        /**
+         * Claims the lane's next batch in one READ COMMITTED transaction on {@code lane} and commits it. The caller
+         * rolls back if it throws.
+         */
+        Claim claim(Connection lane, ClaimRequest request) throws SQLException;
+
+        /** The first statements of the mark transaction, before {@link #delivered} and {@link #failed} (not committed). */
+        void markStarts(Connection lane) throws SQLException;
+
+        /**
+         * Records delivered rows as published, only those still pending, in the mark transaction (not committed);
+         * returns how many it recorded (fewer: an operator changed the others meanwhile).
+         */
+        int delivered(Connection lane, Long[] ids, BackendCheck owner) throws SQLException;
+
+        /** Records the failed heads of a batch as planned, only rows still pending, in the mark transaction. */
+        void failed(Connection lane, FailureUpdate update, BackendCheck owner) throws SQLException;
+
+        /**
+         * The last statements of the mark transaction, after {@link #delivered} and {@link #failed} (not committed):
+         * what the model records about the rest of the claimed batch.
+         */
+        default void markEnds(Connection lane, BackendCheck owner) throws SQLException {
+        }
+
+        /** The mark transaction committed. */
+        default void markCommitted() {
+        }
+    }
 
     /**
-     * Records delivered rows as published, only those still pending, in the mark transaction (not committed); returns
-     * how many it recorded (fewer: an operator changed the others meanwhile).
+     * The statement an operator's skip or discard runs for the parked heads it releases (bind: their event ids, a
+     * uuid array), and whether it runs after the change of their state ({@code true}) or before.
      */
-    int delivered(Connection lane, Long[] ids, BackendCheck owner) throws SQLException;
+    Release releaseParked();
 
-    /** Records the failed heads of a batch as planned, only rows still pending, in the mark transaction. */
-    void failed(Connection lane, FailureUpdate update, BackendCheck owner) throws SQLException;
+    /** A statement of {@link #releaseParked}. */
+    record Release(String sql, boolean afterChange) {
+    }
 
     /**
      * The SQL predicate of a pending row, over {@code alias}'s columns ({@code null}: unqualified), with the state a
@@ -59,11 +96,10 @@ public interface ProgressModel {
     String publishedAt(String alias);
 
     /**
-     * What a lane asks of a claim: its floor (kept per lane, reset on every (re)acquisition), its shards, at most
-     * {@code limit} rows and, past the first, {@code maxBytes} of values; {@code commitTimestamps}: the server tracks
+     * What a lane asks of a claim: its shards, at most {@code limit} rows and, past the first, {@code maxBytes} of values; {@code commitTimestamps}: the server tracks
      * them. {@code ageMicros[i]} receives claimed row i's commit→ack age at the claim.
      */
-    record ClaimRequest(ClaimFloor floor, Integer[] shards, int limit, long maxBytes, boolean commitTimestamps,
+    record ClaimRequest(Integer[] shards, int limit, long maxBytes, boolean commitTimestamps,
             long[] ageMicros) {
     }
 

@@ -37,8 +37,52 @@ final class RowStateProgress implements ProgressModel {
     }
 
     @Override
-    public Claim claim(Connection c, ClaimRequest r) throws SQLException {
-        long from = r.floor().beforeClaim(c);
+    public Lane lane(int index, int lanes, Integer[] shards) {
+        return new RowStateLane(new ClaimFloor(schema.qualifiedOutboxTable()));
+    }
+
+    @Override
+    public Release releaseParked() {
+        return new Release(sql.releaseNext(), false);
+    }
+
+    /** A lane's claim floor (reset on every (re)acquisition), and the statements, the same for every lane. */
+    private final class RowStateLane implements Lane {
+
+        private final ClaimFloor floor;
+
+        RowStateLane(ClaimFloor floor) {
+            this.floor = floor;
+        }
+
+        @Override
+        public void reset() {
+            floor.reset();
+        }
+
+        @Override
+        public Claim claim(Connection c, ClaimRequest r) throws SQLException {
+            return RowStateProgress.this.claim(c, r, floor);
+        }
+
+        @Override
+        public void markStarts(Connection c) throws SQLException {
+            RowStateProgress.this.markStarts(c);
+        }
+
+        @Override
+        public int delivered(Connection c, Long[] ids, BackendCheck owner) throws SQLException {
+            return RowStateProgress.this.delivered(c, ids, owner);
+        }
+
+        @Override
+        public void failed(Connection c, FailureUpdate u, BackendCheck owner) throws SQLException {
+            RowStateProgress.this.failed(c, u, owner);
+        }
+    }
+
+    Claim claim(Connection c, ClaimRequest r, ClaimFloor floor) throws SQLException {
+        long from = floor.beforeClaim(c);
         // the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short read of a small index,
         // whatever the number of parked keys (RowStateStatements#waiting)
         long firstWaiting = Jdbc.queryLong(c, sql.waiting(), c.createArrayOf("integer", r.shards())).orElse(-1);
@@ -69,13 +113,12 @@ final class RowStateProgress implements ProgressModel {
             }
         }
         c.commit();
-        r.floor().afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
+        floor.afterClaim(batch.isEmpty() ? -1 : batch.get(0).id(), firstWaiting);
         return new Claim(batch, claimedAtNanos);
     }
 
     /** A partitioned table plans the mark generically ({@link RelayStatements#GENERIC_PLANS}). */
-    @Override
-    public void markStarts(Connection c) throws SQLException {
+    void markStarts(Connection c) throws SQLException {
         if (schema.isPartitioned()) {
             try (Statement st = c.createStatement()) {
                 st.execute(RelayStatements.GENERIC_PLANS);
@@ -83,16 +126,14 @@ final class RowStateProgress implements ProgressModel {
         }
     }
 
-    @Override
-    public int delivered(Connection c, Long[] ids, BackendCheck owner) throws SQLException {
+    int delivered(Connection c, Long[] ids, BackendCheck owner) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(owner.guard(sql.markPublished()))) {
             ps.setArray(1, c.createArrayOf("bigint", ids));
             return ps.executeUpdate();
         }
     }
 
-    @Override
-    public void failed(Connection c, FailureUpdate u, BackendCheck owner) throws SQLException {
+    void failed(Connection c, FailureUpdate u, BackendCheck owner) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(owner.guard(sql.recordFailures()))) {
             ps.setArray(1, c.createArrayOf("bigint", u.ids()));
             ps.setArray(2, c.createArrayOf("text", u.errors()));

@@ -37,6 +37,7 @@ public final class RowStateStatements {
     private final String claimWithCommitTime;
     private final String markPublished;
     private final String recordFailures;
+    private final String releaseNext;
 
     public RowStateStatements(OutboxSchema schema) {
         String t = schema.qualifiedOutboxTable();
@@ -59,6 +60,17 @@ public final class RowStateStatements {
                 FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::int[]) \
                 AS f(id, err, delay_ms, new_state, add_attempt) \
                 WHERE o.state = %4$s AND o.id = f.id""".formatted(t, PARKED.sql(), DEAD.sql(), PENDING.sql());
+        // Run before a skip or discard of parked rows (event ids in the array): the next pending event of each one's
+        // key becomes due with a next_attempt_at, so the relay's claim starts at it even when the claim floor went past
+        // the key's held events while it was parked (see the relay's claim); without it those events would go out
+        // only when a claim without floor finds them, after later events of the key.
+        this.releaseNext = """
+                UPDATE %1$s n SET next_attempt_at = now() FROM (SELECT (SELECT x.event_id FROM %1$s x \
+                WHERE %2$s AND x.shard = p.shard AND x.partition_key = p.partition_key \
+                AND x.id > p.id ORDER BY x.id LIMIT 1) AS event_id FROM %1$s p \
+                WHERE p.event_id = ANY(?) AND p.state = %3$s AND p.partition_key IS NOT NULL) m \
+                WHERE n.event_id = m.event_id AND %4$s AND n.next_attempt_at IS NULL"""
+                .formatted(t, "x.state = " + PENDING.sql(), PARKED.sql(), "n.state = " + PENDING.sql());
     }
 
     /**
@@ -134,6 +146,11 @@ public final class RowStateStatements {
         String replacement = keepParked ? "w.state = " + PARKED.sql()
                 : keepBackoff ? "w.state = %s AND w.next_attempt_at > now()".formatted(PENDING.sql()) : "false";
         return full.replace(waitingRow, replacement);
+    }
+
+    /** Makes the next pending event of each released parked key due (bind: the event ids, a uuid array). */
+    public String releaseNext() {
+        return releaseNext;
     }
 
     /** The mark: delivered rows published, only while still PENDING. Binds: the ids. */

@@ -16,6 +16,7 @@ import io.txoutbox.internal.pg.OperatorStatements.Bound;
 import io.txoutbox.internal.pg.OperatorStatements.Change;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.ReadCommitted;
+import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -41,10 +42,14 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
 
     private final DataSource dataSource;
     private final AdminStatements sql;
+    /** Releases the keys of parked heads a skip or discard gives up (the progress model's statement). */
+    private final ProgressModel.Release releaseParked;
 
     public DefaultOutboxAdmin(DataSource dataSource, OutboxSchema schema) {
         this.dataSource = dataSource;
-        this.sql = new AdminStatements(schema, ProgressModels.of(schema)::pending);
+        ProgressModel progress = ProgressModels.of(schema);
+        this.sql = new AdminStatements(schema, progress::pending);
+        this.releaseParked = progress.releaseParked();
     }
 
     private <T> T inTransaction(String what, ReadCommitted.Work<T> work) {
@@ -131,17 +136,28 @@ public final class DefaultOutboxAdmin implements OutboxAdmin {
     /** The change of {@code ids} still in {@code from}; a skip or discard first releases their parked keys. */
     private int change(Connection c, Change change, Set<FailedState> from, UUID[] ids, String operator)
             throws SQLException {
-        if (change != Change.REQUEUE) {
-            try (PreparedStatement ps = c.prepareStatement(sql.releaseNext())) {
-                ps.setArray(1, c.createArrayOf("uuid", ids));
-                ps.executeUpdate();
-            }
+        boolean release = change != Change.REQUEUE;
+        if (release && !releaseParked.afterChange()) {
+            release(c, ids);
         }
+        int changed;
         try (PreparedStatement ps = c.prepareStatement(sql.change(change))) {
             ps.setString(1, operator);
             ps.setArray(2, c.createArrayOf("uuid", ids));
             ps.setArray(3, c.createArrayOf("text", from.stream().map(Enum::name).sorted().toArray()));
-            return ps.executeUpdate();
+            changed = ps.executeUpdate();
+        }
+        if (release && releaseParked.afterChange()) {
+            release(c, ids);
+        }
+        return changed;
+    }
+
+    /** The progress model's release of the parked keys of {@code ids} ({@link ProgressModel#releaseParked}). */
+    private void release(Connection c, UUID[] ids) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(releaseParked.sql())) {
+            ps.setArray(1, c.createArrayOf("uuid", ids));
+            ps.executeUpdate();
         }
     }
 

@@ -97,7 +97,8 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         this.loop = new LaneLoop(new LaneLoop.Settings("txoutbox-relay", "relay", laneId,
                 "shards " + Arrays.toString(shards), dataSource, config.leaseTimeout(), config.pollInterval(),
                 config.outageBackoffMax(), config.sendTimeout(), config.linger()), this);
-        this.batch = new RelayBatch(config, laneId, laneKey().single(), shards, transport, statements, progress,
+        this.batch = new RelayBatch(config, laneId, laneKey().single(), shards, transport, statements,
+                progress.lane(index, config.lanes(), shards),
                 counters, listener, loop.keeper(), loop.backendCheck(), this);
     }
 

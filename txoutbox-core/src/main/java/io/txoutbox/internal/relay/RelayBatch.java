@@ -8,7 +8,6 @@ import io.txoutbox.internal.lane.LeaseKeeper;
 import io.txoutbox.internal.lane.Outcome;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.RelayStatements;
-import io.txoutbox.internal.progress.ClaimFloor;
 import io.txoutbox.internal.progress.ProgressModel;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.RelayListener;
@@ -63,12 +62,12 @@ final class RelayBatch {
     private final Integer[] shards;
     private final Transport transport;
     private final RelayStatements statements;
-    private final ProgressModel progress;
     private final RelayCounters counters;
     private final RelayListener listener;
     private final LeaseKeeper keeper;
     private final RelayMark mark;
-    private final ClaimFloor claimFloor;
+    /** What the progress model keeps about this lane (its claim floor, its cursor). */
+    private final ProgressModel.Lane progress;
     private final Host host;
     private final FencingGuard fencing = new FencingGuard();
     /** Per event of the batch in flight: how long before its claim its commit→ack latency started (µs). */
@@ -80,7 +79,7 @@ final class RelayBatch {
     private TransportLane transportLane;
 
     RelayBatch(RelayConfig config, String laneId, long laneKey, Integer[] shards, Transport transport,
-            RelayStatements statements, ProgressModel progress, RelayCounters counters, RelayListener listener,
+            RelayStatements statements, ProgressModel.Lane progress, RelayCounters counters, RelayListener listener,
             LeaseKeeper keeper, BackendCheck backendCheck, Host host) {
         this.config = config;
         this.laneId = laneId;
@@ -94,7 +93,6 @@ final class RelayBatch {
         this.keeper = keeper;
         this.host = host;
         this.claimAgeMicros = new long[config.batchSize()];
-        this.claimFloor = new ClaimFloor(config.schema().qualifiedOutboxTable());
         this.mark = new RelayMark(config, laneId, transport, progress, counters, listener, keeper, backendCheck, host);
     }
 
@@ -102,13 +100,13 @@ final class RelayBatch {
     void owned(Connection c, TransportLane lane) throws SQLException {
         transportLane = lane;
         commitTimestamps = tracksCommitTimestamps(c);
-        claimFloor.reset();
+        progress.reset();
         fencing.reset();
     }
 
     /** The lane let its session go. */
     void released() {
-        claimFloor.reset();
+        progress.reset();
     }
 
     long lastBatchMillis() {
@@ -135,7 +133,7 @@ final class RelayBatch {
         List<OutboxRecord> batch;
         long claimStart = System.nanoTime();
         try {
-            ProgressModel.Claim claim = progress.claim(c, new ProgressModel.ClaimRequest(claimFloor, shards,
+            ProgressModel.Claim claim = progress.claim(c, new ProgressModel.ClaimRequest(shards,
                     config.batchSize(), config.maxBatchBytes(), commitTimestamps, claimAgeMicros));
             batch = claim.records();
             claimedAtNanos = claim.claimedAtNanos();

@@ -33,7 +33,7 @@ final class RelayMark {
 
     private final RelayConfig config;
     private final String laneId;
-    private final ProgressModel progress;
+    private final ProgressModel.Lane progress;
     private final RelayCounters counters;
     private final RelayListener listener;
     private final LeaseKeeper keeper;
@@ -46,7 +46,7 @@ final class RelayMark {
     private volatile long lastBatchMillis;
     private volatile int lastBatchSize;
 
-    RelayMark(RelayConfig config, String laneId, Transport transport, ProgressModel progress,
+    RelayMark(RelayConfig config, String laneId, Transport transport, ProgressModel.Lane progress,
             RelayCounters counters, RelayListener listener, LeaseKeeper keeper, BackendCheck backendCheck,
             RelayBatch.Host host) {
         this.backendCheck = backendCheck;
@@ -119,6 +119,7 @@ final class RelayMark {
                 mark(c, plan);
                 TestHooks.hit(TestHooks.AFTER_MARK_BEFORE_COMMIT);
                 c.commit();
+                progress.markCommitted();
                 keeper.talked();
                 markRetries.succeeded();
                 return;
@@ -169,6 +170,7 @@ final class RelayMark {
         if (!plan.ids.isEmpty()) {
             progress.failed(c, plan.update(), backendCheck);
         }
+        progress.markEnds(c, backendCheck);
     }
 
     /** Commit→ack latency per published event (its age at the claim, plus claim to ack); parked and dead keys. */
