@@ -44,7 +44,8 @@ public final class SchemaMigrator {
     public static final List<String> SCRIPTS =
             List.of("V1__outbox.sql", "V2__inbox.sql", "V3__operations.sql", "V4__replay.sql",
                     "V5__inbox_status.sql", "V6__inbox_bytes.sql", "V7__reserved_headers.sql",
-                    "V8__installation.sql", "V9__backoff_index.sql", "V10__inbox_operations.sql");
+                    "V8__installation.sql", "V9__backoff_index.sql", "V10__inbox_operations.sql",
+                    "V11__cursor_progress.sql");
     /**
      * Online steps by schema version: work that must not run in the scripts' transaction (it scans or rewrites rows
      * of a live table). Run after that transaction commits, on every migrate, for every applied version, in version

@@ -15,7 +15,12 @@ public enum EventState {
     /** Delivered to the transport. */
     PUBLISHED,
     /** Discarded by an operator. */
-    DISCARDED;
+    DISCARDED,
+    /**
+     * Pending, held back behind its key's waiting head (cursor progress model only, schema version 11): not claimable,
+     * made PENDING and due again when the head is resolved.
+     */
+    HELD;
 
     private final String sql = "'" + name() + "'";
 

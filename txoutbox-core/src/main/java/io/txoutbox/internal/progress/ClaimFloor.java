@@ -142,6 +142,14 @@ public final class ClaimFloor {
     }
 
     /**
+     * The id the last {@link #beforeClaim} proved settled (every row with an id at or below it is committed or gone,
+     * and a statement after that check sees them all), or -1; {@link #afterClaim} consumes it.
+     */
+    public long settled() {
+        return settled;
+    }
+
+    /**
      * The floor's proof for a reader that walks the table by id once and must not pass a row that commits after it
      * went by (a replay): {@code provable} false when the sequence gives no such proof (no identity sequence, an
      * increment or cache above 1); else {@code settledUpTo} is an id such that every row at or below it is committed

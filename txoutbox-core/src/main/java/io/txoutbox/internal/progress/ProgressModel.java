@@ -71,6 +71,14 @@ public interface ProgressModel {
         /** The mark transaction committed. */
         default void markCommitted() {
         }
+
+        /**
+         * The lane is about to let its session go on purpose (the relay closes, or hands the lane to another
+         * instance), no batch in flight: record what is left to record, so the next owner does not send it again.
+         * Bounded in time; commits what it writes.
+         */
+        default void letGo(Connection lane, BackendCheck owner) throws SQLException {
+        }
     }
 
     /**
@@ -96,10 +104,11 @@ public interface ProgressModel {
     String publishedAt(String alias);
 
     /**
-     * What a lane asks of a claim: its shards, at most {@code limit} rows and, past the first, {@code maxBytes} of values; {@code commitTimestamps}: the server tracks
+     * What a lane asks of a claim: its shards, its proof of ownership for what the claim's transaction writes, at most
+     * {@code limit} rows and, past the first, {@code maxBytes} of values; {@code commitTimestamps}: the server tracks
      * them. {@code ageMicros[i]} receives claimed row i's commit→ack age at the claim.
      */
-    record ClaimRequest(Integer[] shards, int limit, long maxBytes, boolean commitTimestamps,
+    record ClaimRequest(Integer[] shards, BackendCheck owner, int limit, long maxBytes, boolean commitTimestamps,
             long[] ageMicros) {
     }
 

@@ -29,6 +29,11 @@ public final class ProgressModels {
         return new RowStateProgress(schema);
     }
 
+    /** The cursor model: one HOT update of a lane's progress row per settlement ({@link CursorProgress}). */
+    public static ProgressModel cursor(OutboxSchema schema) {
+        return new CursorProgress(schema);
+    }
+
     /**
      * Puts {@code model} behind its table until the returned handle is closed: components built for that table
      * meanwhile take it (those built before keep theirs).

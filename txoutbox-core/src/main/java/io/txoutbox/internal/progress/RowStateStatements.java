@@ -23,12 +23,12 @@ public final class RowStateStatements {
      * before tracking was on, or frozen) counts from this claim. {@code clock_timestamp()} is read after the
      * statement's snapshot, so it is never before a visible commit.
      */
-    private static final String COMMIT_AGE_TRACKED = """
+    static final String COMMIT_AGE_TRACKED = """
             greatest(0, (extract(epoch FROM clock_timestamp() - coalesce(\
             CASE WHEN last_error IS NULL THEN pg_xact_commit_timestamp(xmin) ELSE created_at END, \
             clock_timestamp())) * 1000000)::bigint)""";
     /** Without commit timestamps: from this claim, or from {@code created_at} for a row that failed before. */
-    private static final String COMMIT_AGE_UNTRACKED = """
+    static final String COMMIT_AGE_UNTRACKED = """
             CASE WHEN last_error IS NULL THEN 0::bigint ELSE greatest(0, \
             (extract(epoch FROM clock_timestamp() - created_at) * 1000000)::bigint) END""";
 

@@ -226,6 +226,7 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
         }
         if (governor.mustRelease(index)) {
             log.info("txoutbox-relay {}: handing the lane over: this instance owns more than its fair share", laneId);
+            batch.lettingGo(c);
             return Outcome.HAND_OVER;
         }
         return batch.run(c);
@@ -256,6 +257,10 @@ final class Lane implements Runnable, LaneLoop.Work, RelayBatch.Host {
             batch.awaitUnfinishedSend(c, STOP_SEND_WAIT);
         } catch (RuntimeException | LeaseKeeper.LeaseLostException e) {
             log.warn("txoutbox-relay {}: stopping with a batch still unresolved by the transport", laneId);
+            return;
+        }
+        if (c != null && loop.isOwner()) {
+            batch.lettingGo(c);
         }
     }
 

@@ -70,6 +70,8 @@ final class RelayBatch {
     private final ProgressModel.Lane progress;
     private final Host host;
     private final FencingGuard fencing = new FencingGuard();
+    /** The lane's proof of ownership, for what the claim's transaction writes. */
+    private final BackendCheck backendCheck;
     /** Per event of the batch in flight: how long before its claim its commit→ack latency started (µs). */
     private final long[] claimAgeMicros;
     private long claimedAtNanos;
@@ -93,6 +95,7 @@ final class RelayBatch {
         this.keeper = keeper;
         this.host = host;
         this.claimAgeMicros = new long[config.batchSize()];
+        this.backendCheck = backendCheck;
         this.mark = new RelayMark(config, laneId, transport, progress, counters, listener, keeper, backendCheck, host);
     }
 
@@ -102,6 +105,20 @@ final class RelayBatch {
         commitTimestamps = tracksCommitTimestamps(c);
         progress.reset();
         fencing.reset();
+    }
+
+    /**
+     * The lane is about to let its session go on purpose, no batch in flight: the progress model records what is
+     * left ({@link ProgressModel.Lane#letGo}). A failure only costs duplicates, so it is logged.
+     */
+    void lettingGo(Connection c) {
+        try {
+            progress.letGo(c, backendCheck);
+        } catch (SQLException | RuntimeException e) {
+            Jdbc.rollbackQuietly(c);
+            log.warn("txoutbox-relay {}: could not record the lane's last deliveries before letting it go ({}); its "
+                    + "next owner may send some of them again", laneId, e.toString());
+        }
     }
 
     /** The lane let its session go. */
@@ -133,7 +150,7 @@ final class RelayBatch {
         List<OutboxRecord> batch;
         long claimStart = System.nanoTime();
         try {
-            ProgressModel.Claim claim = progress.claim(c, new ProgressModel.ClaimRequest(shards,
+            ProgressModel.Claim claim = progress.claim(c, new ProgressModel.ClaimRequest(shards, backendCheck,
                     config.batchSize(), config.maxBatchBytes(), commitTimestamps, claimAgeMicros));
             batch = claim.records();
             claimedAtNanos = claim.claimedAtNanos();

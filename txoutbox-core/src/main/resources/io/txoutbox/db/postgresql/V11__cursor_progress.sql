@@ -1,0 +1,29 @@
+-- txoutbox schema version 11: what the cursor progress model needs (docs/progress-models.md).
+-- Placeholders (Flyway syntax, also filled by txoutbox's own migrate): ${schema}, ${outbox_table}.
+-- Every statement is idempotent and none rewrites or scans the outbox table: the progress table is new, the state
+-- check is added NOT VALID (every existing row satisfies the old, narrower one), and the index of held rows is built
+-- over rows that no version before this one writes (one scan of the table under a SHARE lock: on a large table,
+-- create it CONCURRENTLY yourself first, with the same name and definition, and this statement does nothing).
+
+-- One row per relay lane of a table on the cursor model: every row of the lane's shards with id <= through_id is
+-- settled (delivered, or recorded as failed or held). A row is published when it is PUBLISHED, or PENDING without a
+-- next_attempt_at and at or below the highest through_id of the rows whose shards hold its shard. Advanced once per
+-- settlement by one HOT update (no indexed column changes; fillfactor leaves room on the page).
+CREATE TABLE IF NOT EXISTS "${schema}"."${outbox_table}_progress" (
+    lane       text        NOT NULL,
+    shards     smallint[]  NOT NULL,
+    through_id bigint      NOT NULL,
+    moved_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT "${outbox_table}_progress_pkey" PRIMARY KEY (lane)
+) WITH (fillfactor = 50);
+
+-- HELD: a pending row the cursor passed while its key waited (behind a parked or backing-off head). Not claimable;
+-- PENDING and due again (next_attempt_at) once the head is resolved.
+ALTER TABLE "${schema}"."${outbox_table}" DROP CONSTRAINT IF EXISTS "${outbox_table}_state";
+ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "${outbox_table}_state"
+    CHECK (state IN ('PENDING', 'PARKED', 'DEAD', 'PUBLISHED', 'DISCARDED', 'HELD')) NOT VALID;
+
+-- Held rows by key, for the claim's probe and for the release when the key's head is resolved. Normally empty.
+CREATE INDEX IF NOT EXISTS "${outbox_table}_held"
+    ON "${schema}"."${outbox_table}" (shard, partition_key, id)
+    WHERE state = 'HELD';
