@@ -6,6 +6,7 @@ import io.txoutbox.internal.pg.Identifiers;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.SchemaMigrator;
+import io.txoutbox.internal.progress.ProgressConversion;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -30,8 +31,26 @@ import javax.sql.DataSource;
  * @param outboxTable  outbox table name, default {@value #DEFAULT_OUTBOX_TABLE}
  * @param shards       shard count, default {@value #DEFAULT_SHARDS}
  * @param partitioning {@code null} for a plain table (the default), else the periods of a time-partitioned one
+ * @param progress     how the relay records that an event was published, default {@link Progress#ROW_STATE}
  */
-public record OutboxSchema(String schema, String outboxTable, int shards, OutboxPartitioning partitioning) {
+public record OutboxSchema(String schema, String outboxTable, int shards, OutboxPartitioning partitioning,
+        Progress progress) {
+
+    /**
+     * How the relay records that an event was published (docs/progress-models.md). Every component built for a table
+     * — relays, status, admin, retention, replay — reads its events by this model, so every instance of a service
+     * must use the same one.
+     */
+    public enum Progress {
+        /** One UPDATE per published event ({@code state = 'PUBLISHED'}, {@code published_at}). */
+        ROW_STATE,
+        /**
+         * A cursor per relay lane, advanced once per settlement in {@code <outbox>_progress}: a published event's row
+         * is not written again, so the table is append-only until retention (rows that fail are written as in
+         * {@link #ROW_STATE}). {@code published_at} is then set only for events that failed before.
+         */
+        CURSOR
+    }
 
     public static final String DEFAULT_SCHEMA = "public";
     public static final String DEFAULT_OUTBOX_TABLE = "outbox_event";
@@ -51,6 +70,9 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
                     .add("shards", Integer.class, DEFAULT_SHARDS, "", "Shards the partition keys are hashed into "
                             + "(1 to " + MAX_SHARDS + "); fixed when the table is created", Builder::shards,
                             OutboxSchema::shards)
+                    .add("progress", Progress.class, Progress.ROW_STATE, "", "How the relay records a published "
+                            + "event: ROW_STATE (an UPDATE per event) or CURSOR (a cursor per relay lane; the table "
+                            + "stays append-only)", Builder::progress, OutboxSchema::progress)
                     .add("partitioning.period", OutboxPartitioning.Period.class, null, "", "DAY, WEEK or MONTH: "
                             + "a time-partitioned outbox table; unset: a plain one",
                             (b, v) -> b.partitionPeriod = v,
@@ -66,11 +88,17 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         this(schema, outboxTable, shards, null);
     }
 
+    /** An outbox table on the row-state progress model. */
+    public OutboxSchema(String schema, String outboxTable, int shards, OutboxPartitioning partitioning) {
+        this(schema, outboxTable, shards, partitioning, Progress.ROW_STATE);
+    }
+
     public OutboxSchema {
         Checks.identifier("schema.schema", schema);
         Checks.identifier("schema.outboxTable", outboxTable);
         Checks.roomForSuffix("schema.outboxTable", outboxTable, Identifiers.LONGEST_SUFFIX);
         Checks.between("schema.shards", shards, 1, MAX_SHARDS);
+        Checks.notNull("schema.progress", progress);
     }
 
     /** {@code public.outbox_event} with {@value #DEFAULT_SHARDS} shards. */
@@ -101,6 +129,32 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
             migrate(c);
         } catch (SQLException e) {
             throw new OutboxException("migration of " + this + " failed: could not connect: " + e.getMessage(), e,
+                    true);
+        }
+    }
+
+    /**
+     * Takes this table back from {@link Progress#CURSOR} to {@link Progress#ROW_STATE}: every event the relays'
+     * cursors published is marked {@code PUBLISHED} (in short transactions by id range; {@code published_at} is its
+     * {@code created_at}), held events become pending again, and the cursors are deleted. Run it with every relay of
+     * the table stopped, then start them with {@code ROW_STATE}; a row-state relay refuses a table that still has
+     * cursors (it would send their events again). Idempotent: a stopped run resumes; nothing to do on a row-state
+     * table. Returns how many events it marked.
+     */
+    public long convertProgressToRowState(DataSource dataSource) {
+        try (Connection c = ReadCommitted.open(dataSource)) {
+            boolean auto = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                return ProgressConversion.toRowState(c, this);
+            } catch (SQLException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(auto);
+            }
+        } catch (SQLException e) {
+            throw new OutboxException("converting " + this + " to row-state progress failed: " + e.getMessage(), e,
                     true);
         }
     }
@@ -170,6 +224,7 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
     public String toString() {
         return schema + "." + outboxTable + " (" + shards + " shards"
                 + (partitioning == null ? "" : ", partitioned by " + partitioning.period().name().toLowerCase())
+                + (progress == Progress.ROW_STATE ? "" : ", progress " + progress.name().toLowerCase().replace('_', '-'))
                 + ")";
     }
 
@@ -179,6 +234,7 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         private int shards = DEFAULT_SHARDS;
         private OutboxPartitioning.Period partitionPeriod;
         private Integer partitionAhead;
+        private Progress progress = Progress.ROW_STATE;
 
         private Builder() {
         }
@@ -195,6 +251,12 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
 
         public Builder shards(int shards) {
             this.shards = shards;
+            return this;
+        }
+
+        /** How the relay records a published event (default {@link Progress#ROW_STATE}). */
+        public Builder progress(Progress progress) {
+            this.progress = progress;
             return this;
         }
 
@@ -218,7 +280,7 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         }
 
         public OutboxSchema build() {
-            return new OutboxSchema(schema, outboxTable, shards, partitioning());
+            return new OutboxSchema(schema, outboxTable, shards, partitioning(), progress);
         }
 
         private OutboxPartitioning partitioning() {

@@ -98,6 +98,8 @@ public final class Privileges {
         String sequence = s + "." + Identifiers.quote(schema.outboxTable() + "_id_seq");
         String replay = s + "." + Identifiers.quote(schema.outboxTable() + "_replay");
         String installation = s + "." + Identifiers.quote(schema.outboxTable() + "_installation");
+        // the cursor progress model's lane cursors: written by the relay, read by whatever tells published rows
+        String progress = s + "." + Identifiers.quote(schema.outboxTable() + "_progress");
         String inbox = s + ".inbox_event";
         String processed = s + ".processed_event";
         String versions = s + ".applied_version";
@@ -122,11 +124,13 @@ public final class Privileges {
                 g.add(new Grant(Kind.SEQUENCE, List.of("SELECT"), sequence, List.of())); // the claim floor
                 g.add(shard);
                 g.add(table(installation, "SELECT")); // the lanes' fencing ids
+                g.add(table(progress, "SELECT", "INSERT", "UPDATE")); // the lanes' cursors
             }
             case RETENTION -> {
                 g.add(usage);
                 g.add(table(outbox, "SELECT", "DELETE"));
                 g.add(new Grant(Kind.SEQUENCE, List.of("SELECT"), sequence, List.of())); // where the walk ends
+                g.add(table(progress, "SELECT"));
             }
             case INBOX_RETENTION -> {
                 g.add(usage);
@@ -142,10 +146,12 @@ public final class Privileges {
                 g.add(columns(inbox, "UPDATE", "state", "attempts", "next_attempt_at", "last_error",
                         "operator_action", "operator_name", "operator_at"));
                 g.add(shard);
+                g.add(table(progress, "SELECT"));
             }
             case REPLAY -> {
                 g.add(usage);
                 g.add(table(outbox, "SELECT"));
+                g.add(table(progress, "SELECT"));
                 g.add(new Grant(Kind.SEQUENCE, List.of("SELECT"), sequence, List.of())); // the replay's upper bound
                 g.add(table(replay, "SELECT", "INSERT", "UPDATE", "DELETE")); // its checkpoint
             }

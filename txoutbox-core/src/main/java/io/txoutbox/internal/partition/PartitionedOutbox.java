@@ -7,6 +7,7 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.pg.Jdbc;
 import io.txoutbox.internal.pg.PartitionStatements;
 import io.txoutbox.internal.pg.PgErrors;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -52,7 +53,7 @@ public final class PartitionedOutbox {
         this.partitioning = schema.partitioning();
         this.parent = schema.qualifiedOutboxTable();
         this.table = schema.outboxTable();
-        this.statements = new PartitionStatements(schema);
+        this.statements = new PartitionStatements(schema, ProgressModels.of(schema).pending(null));
     }
 
     /** One partition: its range of event ids ({@code null}: MINVALUE / MAXVALUE), or the default partition. */

@@ -42,10 +42,13 @@ public final class PartitionStatements {
 
     private final String schemaName;
     private final String parent;
+    private final String pending;
 
-    public PartitionStatements(OutboxSchema schema) {
+    /** {@code pending}: the progress model's predicate of a pending row, unqualified. */
+    public PartitionStatements(OutboxSchema schema, String pending) {
         this.schemaName = schema.schema();
         this.parent = schema.qualifiedOutboxTable();
+        this.pending = pending;
     }
 
     /** A relation of the outbox's schema, quoted. */
@@ -75,10 +78,13 @@ public final class PartitionStatements {
         return "DROP TABLE " + qualified(partition);
     }
 
-    /** {PENDING rows, PARKED/DEAD/DISCARDED rows} of one partition, each counted by its partial index. */
+    /**
+     * {pending rows (as the progress model says), PARKED/DEAD/DISCARDED rows} of one partition, each counted by its
+     * partial index.
+     */
     public String countPendingAndFinal(String partition) {
         String relation = qualified(partition);
-        return "SELECT (SELECT count(*) FROM " + relation + " WHERE state = " + EventState.PENDING.sql()
+        return "SELECT (SELECT count(*) FROM " + relation + " WHERE " + pending
                 + "), (SELECT count(*) FROM " + relation + " WHERE state IN " + FINAL_STATES + ")";
     }
 

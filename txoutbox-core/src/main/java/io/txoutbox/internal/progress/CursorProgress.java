@@ -291,6 +291,7 @@ final class CursorProgress implements ProgressModel {
                 floor.afterClaim(-1, -1);
                 if (settled > cursor) {
                     long to = settled;
+                    boolean undelivered = false;
                     try (PreparedStatement ps = c.prepareStatement(sql.freshIds(cursor < highestShardCursor))) {
                         ps.setArray(1, c.createArrayOf("integer", shards));
                         ps.setLong(2, cursor);
@@ -300,6 +301,7 @@ final class CursorProgress implements ProgressModel {
                                 long id = rs.getLong(1);
                                 if (!settledAbove.contains(id)) {
                                     to = id - 1; // not delivered by this lane: its next owner sends it
+                                    undelivered = true;
                                     break;
                                 }
                             }
@@ -308,10 +310,19 @@ final class CursorProgress implements ProgressModel {
                     target = to;
                     advance(c, owner);
                     c.commit();
+                    log.debug("txoutbox-relay lane {}: letting go, cursor {} (settled {}, was {}, delivered up to {})",
+                            name, to, settled, cursor, highWater);
                     advanced();
-                    return;
+                    if (undelivered || cursor >= highWater) {
+                        return;
+                    }
+                    continue; // delivered rows above the settlement: wait for the next one
                 }
                 c.commit();
+                if (System.nanoTime() - deadline >= 0) {
+                    log.debug("txoutbox-relay lane {}: no settlement within {} ms; lets go at cursor {}", name,
+                            LET_GO_MILLIS, cursor);
+                }
                 try {
                     Thread.sleep(ClaimFloor.CHECK_MILLIS / 2);
                 } catch (InterruptedException e) {

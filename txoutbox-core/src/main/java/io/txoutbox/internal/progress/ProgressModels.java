@@ -18,10 +18,13 @@ public final class ProgressModels {
     private ProgressModels() {
     }
 
-    /** The model of {@code schema}'s table: the one {@link #use} put there, else {@link #rowState}. */
+    /** The model of {@code schema}'s table: the one {@link #use} put there, else its setting ({@code progress}). */
     public static ProgressModel of(OutboxSchema schema) {
         ProgressModel model = IN_USE.get(schema.qualifiedOutboxTable());
-        return model != null ? model : rowState(schema);
+        if (model != null) {
+            return model;
+        }
+        return schema.progress() == OutboxSchema.Progress.CURSOR ? cursor(schema) : rowState(schema);
     }
 
     /** Today's model, one UPDATE per row ({@link RowStateProgress}). */

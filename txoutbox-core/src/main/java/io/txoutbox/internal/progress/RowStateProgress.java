@@ -1,5 +1,6 @@
 package io.txoutbox.internal.progress;
 
+import io.txoutbox.OutboxException;
 import io.txoutbox.internal.Defects;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.BackendCheck;
@@ -50,6 +51,7 @@ final class RowStateProgress implements ProgressModel {
     private final class RowStateLane implements Lane {
 
         private final ClaimFloor floor;
+        private boolean checked;
 
         RowStateLane(ClaimFloor floor) {
             this.floor = floor;
@@ -58,10 +60,23 @@ final class RowStateProgress implements ProgressModel {
         @Override
         public void reset() {
             floor.reset();
+            checked = false;
         }
 
         @Override
         public Claim claim(Connection c, ClaimRequest r) throws SQLException {
+            if (!checked) {
+                // after every acquisition: another instance may have run on the cursor model meanwhile
+                boolean cursors = ProgressConversion.hasCursors(c, schema);
+                c.commit();
+                if (cursors) {
+                    throw new OutboxException(schema + " has relay cursors: its relays ran with schema.progress=CURSOR,"
+                            + " and this one runs with ROW_STATE, which would send every event the cursors published "
+                            + "again. Run every relay of the table with the same schema.progress, or, to go back to "
+                            + "ROW_STATE, stop them and run OutboxSchema.convertProgressToRowState first", null, false);
+                }
+                checked = true;
+            }
             return RowStateProgress.this.claim(c, r, floor);
         }
 
