@@ -110,6 +110,11 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         return published == 0 ? Double.NaN : (double) (pg.deadMade() + pg.progressUpdates()) / published;
     }
 
+    /** Dead tuples per event with four decimals: the cursor model's are a few per batch, not 0.00. */
+    private static String dead(double perEvent) {
+        return Double.isNaN(perEvent) ? "-" : String.format("%.4f", perEvent);
+    }
+
     /** The progress table's updates per batch (the cursor model's advances), and which share of them were HOT. */
     String progressUpdates() {
         return String.format("%s/batch (%s HOT)", Stats.fmt(batches == 0 ? Double.NaN
@@ -125,7 +130,7 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
     }
 
     void summaryRow(Stats.Table t, String name) {
-        t.row(name, published, Stats.fmt(relayWalPerEvent()), Stats.fmt(deadPerEvent()), progressUpdates(),
+        t.row(name, published, Stats.fmt(relayWalPerEvent()), dead(deadPerEvent()), progressUpdates(),
                 Stats.fmt(relayMicrosPerEvent()), Stats.fmt(microsPerEvent(relayThreadNanos(), published)),
                 Stats.fmt(cpu.backendsMeasured() ? microsPerEvent(relayBackendNanos(), published) : Double.NaN),
                 Stats.fmt(roundTripsPerBatch()), Stats.fmt(eventsPerBatch()), saturation() == null ? "no" : "YES");
@@ -163,8 +168,8 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         l.add(String.format("dead tuples: %s/event made by the relay (n_tup_upd + n_tup_del of the outbox table %s/event,"
                         + " n_tup_upd of its progress table %s/event), n_dead_tup of the outbox %+d (autovacuum lowers"
                         + " it); progress table updates %s",
-                Stats.fmt(deadPerEvent()), Stats.fmt(published == 0 ? Double.NaN : (double) pg.deadMade() / published),
-                Stats.fmt(published == 0 ? Double.NaN : (double) pg.progressUpdates() / published), pg.deadDelta(),
+                dead(deadPerEvent()), dead(published == 0 ? Double.NaN : (double) pg.deadMade() / published),
+                dead(published == 0 ? Double.NaN : (double) pg.progressUpdates() / published), pg.deadDelta(),
                 progressUpdates()));
         l.add(String.format("ended within the window: %d of %d threads, %d of %d backends (counted up to their last"
                         + " 1-s sample); in the window they used %s CPU s (from the postmaster's reaped children), %.2f"
