@@ -5,6 +5,7 @@ import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.partition.PartitionedOutbox;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -103,7 +104,27 @@ final class Backlog {
                 + millisSql + ")::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid";
     }
 
+    /** Rows not published by the table's progress model ({@link ProgressModels#of}: the one in use for it). */
     static long notPublished(BenchEnv env, OutboxSchema schema) {
-        return env.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state <> 'PUBLISHED'");
+        return env.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " o WHERE NOT ("
+                + ProgressModels.of(schema).published("o") + ")");
+    }
+
+    /**
+     * Waits until no row is pending by the table's progress model, at most {@code timeout}; returns how many still
+     * are. Under the cursor model a delivered row stops being pending only once its lane's cursor passes it, a
+     * settlement (100–300 ms) or an idle poll after the delivery. Cheap (the pending predicate's indexes), unlike
+     * {@link #notPublished}, which reads the whole table.
+     */
+    static long awaitNonePending(BenchEnv env, OutboxSchema schema, Duration timeout) throws InterruptedException {
+        String sql = "SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " o WHERE "
+                + ProgressModels.of(schema).pending("o");
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long left = env.queryLong(sql);
+        while (left > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            left = env.queryLong(sql);
+        }
+        return left;
     }
 }

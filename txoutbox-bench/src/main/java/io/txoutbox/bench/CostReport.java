@@ -18,7 +18,8 @@ import java.util.Map;
 
 /**
  * What a relay costs in one measured window, as report lines: the machine's load and saturation, CPU by component
- * per delivered event, events and round trips per batch, WAL and dead tuples per event.
+ * per delivered event, events and round trips per batch, WAL and dead tuples per event (the outbox table's and its
+ * progress table's: both are the relay's writes).
  *
  * @param published events the relay published in the window
  * @param batches batches it sent in the window
@@ -104,8 +105,35 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
         return bytes < 0 || writerEvents <= 0 ? Double.NaN : (double) bytes / writerEvents;
     }
 
+    /** Dead row versions the relay made per event: the outbox table's, and its progress table's (cursor model). */
     double deadPerEvent() {
-        return published == 0 ? Double.NaN : (double) pg.deadMade() / published;
+        return published == 0 ? Double.NaN : (double) (pg.deadMade() + pg.progressUpdates()) / published;
+    }
+
+    /** Dead tuples per event with four decimals: the cursor model's are a few per batch, not 0.00. */
+    private static String dead(double perEvent) {
+        return Double.isNaN(perEvent) ? "-" : String.format("%.4f", perEvent);
+    }
+
+    /** The progress table's updates per batch (the cursor model's advances), and which share of them were HOT. */
+    String progressUpdates() {
+        return String.format("%s/batch (%s HOT)", Stats.fmt(batches == 0 ? Double.NaN
+                : (double) pg.progressUpdates() / batches), pg.progressUpdates() == 0 ? "-"
+                : String.format("%.0f%%", 100.0 * pg.progressHotUpdates() / pg.progressUpdates()));
+    }
+
+    /** The columns of {@link #summaryRow}: one row per window or contender, to compare them side by side. */
+    static Stats.Table summaryTable(String what) {
+        return new Stats.Table(what, "events", "relay WAL B/event", "dead tuples/event", "progress table updates",
+                "relay µs/event", "threads µs/event", "backends µs/event", "round trips/batch", "events/batch",
+                "saturated");
+    }
+
+    void summaryRow(Stats.Table t, String name) {
+        t.row(name, published, Stats.fmt(relayWalPerEvent()), dead(deadPerEvent()), progressUpdates(),
+                Stats.fmt(relayMicrosPerEvent()), Stats.fmt(microsPerEvent(relayThreadNanos(), published)),
+                Stats.fmt(cpu.backendsMeasured() ? microsPerEvent(relayBackendNanos(), published) : Double.NaN),
+                Stats.fmt(roundTripsPerBatch()), Stats.fmt(eventsPerBatch()), saturation() == null ? "no" : "YES");
     }
 
     /** SATURATED and why, or the figures that say it was not. */
@@ -137,8 +165,12 @@ record CostReport(CpuMeter.Result cpu, PgCost.Delta pg, long published, long bat
                 Stats.fmt(writerWalPerEvent()), writerWalBytes >= 0 ? "pg_current_wal_lsn over the write phase"
                         : "wal_bytes of the other roles' statements over " + writerEvents + " INSERTs",
                 Stats.fmt(published == 0 ? Double.NaN : (double) pg.walBytes() / published)));
-        l.add(String.format("dead tuples: %s/event made by the relay (n_tup_upd + n_tup_del of the outbox table),"
-                        + " n_dead_tup %+d (autovacuum lowers it)", Stats.fmt(deadPerEvent()), pg.deadDelta()));
+        l.add(String.format("dead tuples: %s/event made by the relay (n_tup_upd + n_tup_del of the outbox table %s/event,"
+                        + " n_tup_upd of its progress table %s/event), n_dead_tup of the outbox %+d (autovacuum lowers"
+                        + " it); progress table updates %s",
+                dead(deadPerEvent()), dead(published == 0 ? Double.NaN : (double) pg.deadMade() / published),
+                dead(published == 0 ? Double.NaN : (double) pg.progressUpdates() / published), pg.deadDelta(),
+                progressUpdates()));
         l.add(String.format("ended within the window: %d of %d threads, %d of %d backends (counted up to their last"
                         + " 1-s sample); in the window they used %s CPU s (from the postmaster's reaped children), %.2f"
                         + " s of it sampled into their groups below", cpu.threadsEnded(), cpu.threadsSeen(),

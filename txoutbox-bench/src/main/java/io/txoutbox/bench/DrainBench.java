@@ -29,8 +29,10 @@ import picocli.CommandLine.Spec;
 
 /**
  * Backlog drain: N committed events are written first (not timed); then each contender is timed until every event
- * is marked PUBLISHED (where it marks) and a read_committed consumer has read all N. Contenders run in the same JVM
- * against the same services, one after another, in an order that rotates every round.
+ * is marked PUBLISHED (where it marks; the relay: delivered, by its own count) and a read_committed consumer has read
+ * all N. Contenders run in the same JVM against the same services, one after another, in an order that rotates every
+ * round. Each relay configuration runs once per progress model ({@code --progress}); under the cursor model a
+ * delivered event is published once its lane's cursor passes it, which the relay's cost window waits for.
  */
 @Command(name = "drain", mixinStandardHelpOptions = true,
         description = "Backlog drain: PollingRelay vs raw producer vs naive relay, alternating rounds.")
@@ -43,6 +45,9 @@ final class DrainBench implements Callable<Integer>, DrainRun {
 
     @Spec
     CommandSpec spec;
+
+    @Mixin
+    Progress.Choice progress;
 
     @Option(names = "--events", defaultValue = "200000", description = "backlog size (default ${DEFAULT-VALUE})")
     long events;
@@ -103,10 +108,11 @@ final class DrainBench implements Callable<Integer>, DrainRun {
         List<Contender> contenders = new ArrayList<>();
         for (String rc : relayConfigs) {
             String[] p = rc.trim().toLowerCase().split("x");
-            contenders.add(p.length == 3
-                    ? new DrainRelayContender(this, Integer.parseInt(p[0]), Integer.parseInt(p[1]),
-                            Integer.parseInt(p[2]))
-                    : new DrainRelayContender(this, 1, Integer.parseInt(p[0]), Integer.parseInt(p[1])));
+            int instances = p.length == 3 ? Integer.parseInt(p[0]) : 1;
+            for (Progress model : progress.models) {
+                contenders.add(new DrainRelayContender(this, instances, Integer.parseInt(p[p.length - 2]),
+                        Integer.parseInt(p[p.length - 1]), model));
+            }
         }
         if (!noRaw) {
             contenders.add(new RawContender());
@@ -210,6 +216,13 @@ final class DrainBench implements Callable<Integer>, DrainRun {
                     Stats.fmt(wall - tr));
         }
         out.append("\nrelay batch anatomy (medians over rounds):\n\n").append(an);
+        Stats.Table summary = CostReport.summaryTable("relay contender");
+        for (var en : results.entrySet()) {
+            en.getValue().stream().map(Result::cost).filter(java.util.Objects::nonNull).reduce(CostReport::plus)
+                    .ifPresent(c -> c.summaryRow(summary, en.getKey()));
+        }
+        out.append("\nwhat the relay cost per event (drain windows of all rounds; details below):\n\n")
+                .append(summary);
         for (var en : results.entrySet()) {
             CostReport cost = en.getValue().stream().map(Result::cost).filter(java.util.Objects::nonNull)
                     .reduce(CostReport::plus).orElse(null);

@@ -14,8 +14,9 @@ import javax.sql.DataSource;
  * What the database did in a window, writers and relay apart: statements and WAL bytes per role from
  * {@code pg_stat_statements} (the relay connects as {@link BenchEnv#RELAY_ROLE}, writers as the default user;
  * counted when each statement ends, so without lag; commit records are not part of any statement's
- * {@code wal_bytes}), all WAL from {@code pg_current_wal_lsn()}, and the outbox table's row counters from
- * {@code pg_stat_user_tables} (flushed by each backend at most once a second: read them a second after the work).
+ * {@code wal_bytes}), all WAL from {@code pg_current_wal_lsn()}, and the row counters of the outbox table and of its
+ * {@code <outbox>_progress} table (the cursor model's writes, schema version 11) from {@code pg_stat_user_tables}
+ * (flushed by each backend at most once a second: read them a second after the work).
  */
 final class PgCost {
 
@@ -25,15 +26,17 @@ final class PgCost {
 
     /** A snapshot; {@code statements} is empty when {@code pg_stat_statements} is not loaded. */
     record Snapshot(Map<String, Counted> statements, String lsn, long inserted, long updated, long deleted,
-                    long dead) {
+                    long dead, long progressUpdated, long progressHotUpdated) {
     }
 
     /**
      * One window: relay statements (BEGIN apart), its BEGINs and WAL, writer INSERTs and WAL, all WAL, dead row
-     * versions.
+     * versions of the outbox table, updates of its progress table (each leaves a dead version too; HOT ones are
+     * pruned without vacuum).
      */
     record Delta(boolean statementsKnown, long relayStatements, long relayBegins, long relayWalBytes,
                  long writerInserts, long writerWalBytes, long walBytes, long inserted, long deadMade, long deadDelta,
+                 long progressUpdates, long progressHotUpdates,
                  Map<String, Long> relayCallsByQuery, Map<String, Long> relayExecMicrosByQuery) {
 
         Delta plus(Delta o) {
@@ -44,7 +47,8 @@ final class PgCost {
             return new Delta(statementsKnown && o.statementsKnown, relayStatements + o.relayStatements,
                     relayBegins + o.relayBegins, relayWalBytes + o.relayWalBytes, writerInserts + o.writerInserts,
                     writerWalBytes + o.writerWalBytes, walBytes + o.walBytes, inserted + o.inserted,
-                    deadMade + o.deadMade, deadDelta + o.deadDelta, q, x);
+                    deadMade + o.deadMade, deadDelta + o.deadDelta, progressUpdates + o.progressUpdates,
+                    progressHotUpdates + o.progressHotUpdates, q, x);
         }
     }
 
@@ -74,16 +78,24 @@ final class PgCost {
                 rs.next();
                 lsn = rs.getString(1);
             }
-            try (PreparedStatement ps = c.prepareStatement("SELECT n_tup_ins, n_tup_upd, n_tup_del, n_dead_tup"
-                    + " FROM pg_stat_user_tables WHERE schemaname = ? AND relname = ?")) {
+            // the progress table's counters read with the outbox's, from the same stats snapshot
+            try (PreparedStatement ps = c.prepareStatement("SELECT"
+                    + " coalesce(sum(n_tup_ins) FILTER (WHERE relname = ?), 0),"
+                    + " coalesce(sum(n_tup_upd) FILTER (WHERE relname = ?), 0),"
+                    + " coalesce(sum(n_tup_del) FILTER (WHERE relname = ?), 0),"
+                    + " coalesce(sum(n_dead_tup) FILTER (WHERE relname = ?), 0),"
+                    + " coalesce(sum(n_tup_upd) FILTER (WHERE relname = ?), 0),"
+                    + " coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = ?), 0)"
+                    + " FROM pg_stat_user_tables WHERE schemaname = ?")) {
                 String[] t = schema.qualifiedOutboxTable().replace("\"", "").split("\\.");
-                ps.setString(1, t[0]);
-                ps.setString(2, t[1]);
+                for (int i = 1; i <= 6; i++) {
+                    ps.setString(i, i <= 4 ? t[1] : t[1] + "_progress");
+                }
+                ps.setString(7, t[0]);
                 try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        return new Snapshot(statements, lsn, 0, 0, 0, 0);
-                    }
-                    return new Snapshot(statements, lsn, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+                    rs.next();
+                    return new Snapshot(statements, lsn, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4),
+                            rs.getLong(5), rs.getLong(6));
                 }
             }
         } catch (SQLException e) {
@@ -147,7 +159,8 @@ final class PgCost {
             throw new IllegalStateException("could not compare WAL positions: " + e.getMessage(), e);
         }
         return new Delta(!b.statements.isEmpty(), relay, begins, relayWal, inserts, writerWal, walBytes,
-                b.inserted - a.inserted, (b.updated - a.updated) + (b.deleted - a.deleted), b.dead - a.dead, byQuery,
+                b.inserted - a.inserted, (b.updated - a.updated) + (b.deleted - a.deleted), b.dead - a.dead,
+                b.progressUpdated - a.progressUpdated, b.progressHotUpdated - a.progressHotUpdated, byQuery,
                 execByQuery);
     }
 }

@@ -27,6 +27,9 @@ final class SteadyBench implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    @Mixin
+    Progress.Choice progress;
+
     @Option(names = "--rates", split = ",", defaultValue = "1000,10000",
             description = "events/s, one run each (default ${DEFAULT-VALUE})")
     List<Integer> rates;
@@ -56,14 +59,21 @@ final class SteadyBench implements Callable<Integer> {
         List<String> saturation = new ArrayList<>();
         // the broker in its own JVM by default: its CPU apart from the relay's and the load generator's
         try (BenchEnv env = new BenchEnv(common, true, true)) {
-            Stats.Table t = new Stats.Table("target events/s", "achieved events/s", "committed", "undelivered",
-                    "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "writer lag p99 ms", "claim at end");
-            int k = 0;
-            for (int rate : rates) {
-                String id = "st" + (++k) + "_" + rate;
-                log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={} linger={}ms", rate,
-                        duration, warmup, writers, lanes, batch, lingerMs);
-                try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers)) {
+            Stats.Table t = new Stats.Table("target events/s", "progress", "achieved events/s", "committed",
+                    "undelivered", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "writer lag p99 ms",
+                    "claim at end");
+            Stats.Table summary = CostReport.summaryTable("target events/s, progress");
+            List<Progress> models = progress.models;
+            for (int k = 0; k < rates.size() * models.size(); k++) {
+                // each rate once per model, the models' order alternating from rate to rate: a rate repeated
+                // (--rates 1000,1000,1000) makes rounds
+                int rate = rates.get(k / models.size());
+                Progress model = models.get((k + k / models.size()) % models.size());
+                String id = "st" + (k + 1) + "_" + rate;
+                log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={} linger={}ms"
+                        + " progress={}", rate, duration, warmup, writers, lanes, batch, lingerMs, model.label());
+                try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers);
+                     AutoCloseable in = model.use(run.schema())) { // the relay, built in start(), takes it
                     run.start(lanes, batch, java.time.Duration.ofMillis(lingerMs));
                     run.awaitElapsed(warmup);
                     CostWindow cw = CostWindow.open(env, run.schema());
@@ -73,13 +83,15 @@ final class SteadyBench implements Callable<Integer> {
                     // no wait for the table counters: both ends lag by about the same second of work
                     CostReport cost = cw.close(s1.published() - s0.published(), s1.batches() - s0.batches(), -1, -1,
                             0);
-                    costs.add("\n### what the relay cost at " + rate + " events/s (the measured " + duration
+                    String label = rate + " events/s, progress=" + model.label();
+                    costs.add("\n### what the relay cost at " + label + " (the measured " + duration
                             + " s; µs per event the relay published)\n");
                     costs.addAll(cost.lines());
-                    saturation.add("- " + rate + " events/s: " + cost.saturationLine() + "; load average "
+                    cost.summaryRow(summary, label);
+                    saturation.add("- " + label + ": " + cost.saturationLine() + "; load average "
                             + cost.cpu().loadStart() + " → " + cost.cpu().loadEnd() + " over the measured window");
                     log.info("steady {}: relay {} µs/event ({} threads + {} backends), {} events/batch, {} round"
-                                    + " trips/batch", rate, Stats.fmt(cost.relayMicrosPerEvent()),
+                                    + " trips/batch", label, Stats.fmt(cost.relayMicrosPerEvent()),
                             Stats.fmt(CostReport.microsPerEvent(cost.relayThreadNanos(), cost.published())),
                             Stats.fmt(CostReport.microsPerEvent(cost.relayBackendNanos(), cost.published())),
                             Stats.fmt(cost.eventsPerBatch()), Stats.fmt(cost.roundTripsPerBatch()));
@@ -87,10 +99,10 @@ final class SteadyBench implements Callable<Integer> {
                     String probe = run.claimProbe(lanes, batch);
                     // by commit time; a pool that falls behind commits after the schedule's end: count those too
                     SteadyRun.Window w = run.window(warmup, Math.max(warmup + duration, run.lastCommit()));
-                    t.row(rate, Stats.fmt(w.achievedRate()), w.committed(), w.undelivered(), Stats.ms(w.p(50)),
+                    t.row(rate, model.label(), Stats.fmt(w.achievedRate()), w.committed(), w.undelivered(), Stats.ms(w.p(50)),
                             Stats.ms(w.p(90)), Stats.ms(w.p(99)), Stats.ms(w.p(99.9)), Stats.ms(w.max()),
                             Stats.ms(w.lagP(99)), probe);
-                    log.info("steady {}: p50 {} p99 {} max {} ms, errors {}, bad timestamps {}, {}", rate,
+                    log.info("steady {}: p50 {} p99 {} max {} ms, errors {}, bad timestamps {}, {}", label,
                             Stats.ms(w.p(50)), Stats.ms(w.p(99)), Stats.ms(w.max()), run.errors(),
                             run.badTimestamps(), run.relay().stats());
                 }
@@ -105,6 +117,8 @@ final class SteadyBench implements Callable<Integer> {
             out.add("- command: bench steady " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
             out.add("");
             out.add(t.toString());
+            out.add("what the relay cost per event, by rate and model (details below):\n");
+            out.add(summary.toString());
             out.addAll(costs);
             System.out.println(String.join("\n", out));
         }

@@ -4,6 +4,7 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
+import io.txoutbox.internal.progress.ProgressModels;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -259,16 +260,20 @@ final class SteadyRun implements AutoCloseable {
         }
     }
 
-    /** EXPLAIN ANALYZE of a claim like the relay's (lane 0's shards): how long the claim scan takes right now. */
+    /**
+     * EXPLAIN ANALYZE of a claim like the row-state relay's (lane 0's shards, pending by the table's model): how long
+     * the claim scan takes right now.
+     */
     String claimProbe(int lanes, int batchSize) {
         StringBuilder shards = new StringBuilder();
         for (int s = 0; s < schema.shards(); s += lanes) {
             shards.append(shards.length() == 0 ? "" : ",").append(s);
         }
-        String sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id, payload::text FROM "
-                + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING' AND shard = ANY('{" + shards
-                + "}'::int[]) AND (next_attempt_at IS NULL OR next_attempt_at <= now())"
-                + " ORDER BY id LIMIT " + batchSize;
+        // pending by the table's model: under the cursor model delivered rows stay PENDING, below the cursors
+        String sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT o.id, o.payload::text FROM "
+                + schema.qualifiedOutboxTable() + " o WHERE " + ProgressModels.of(schema).pending("o")
+                + " AND o.shard = ANY('{" + shards + "}'::int[])"
+                + " AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= now()) ORDER BY o.id LIMIT " + batchSize;
         String time = "?";
         String buffers = "";
         try (Connection c = env.dataSource().getConnection(); Statement st = c.createStatement();

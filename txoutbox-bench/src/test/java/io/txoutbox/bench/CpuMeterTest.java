@@ -93,7 +93,7 @@ class CpuMeterTest {
         CpuMeter.Result cpu = new CpuMeter.Result(10, 2, "1 1 1", "2 2 2", 0.5, 20_000_000_000L, 4_000_000_000L,
                 threads, backends, true, 0, 10, 0, 5, 0, 0);
         PgCost.Delta pg = new PgCost.Delta(true, 300, 200, 2_000_000, 10_000, 3_000_000, 6_000_000, 10_000, 10_000,
-                9_000, Map.of(), Map.of());
+                9_000, 0, 0, Map.of(), Map.of());
         CostReport r = new CostReport(cpu, pg, 10_000, 100, 10_000, -1);
         assertThat(r.relayMicrosPerEvent()).isEqualTo(600.0);
         assertThat(r.eventsPerBatch()).isEqualTo(100.0);
@@ -105,5 +105,17 @@ class CpuMeterTest {
         // writers 0.5 + their sessions 0.6 + broker 0.4 cores > 2/3
         assertThat(r.saturation()).contains("load generator + broker used 1.50 cores");
         assertThat(r.plus(r).relayMicrosPerEvent()).isEqualTo(600.0);
+    }
+
+    @Test
+    void theProgressTablesUpdatesAreTheRelaysDeadTuplesToo() {
+        CpuMeter.Result cpu = new CpuMeter.Result(10, 2, "1 1 1", "2 2 2", 0.5, 20_000_000_000L, 4_000_000_000L,
+                Map.of(), Map.of(), true, 0, 10, 0, 5, 0, 0);
+        // the cursor model: no outbox row updated, 50 advances of the lanes' progress rows, 40 of them HOT
+        PgCost.Delta pg = new PgCost.Delta(true, 300, 200, 2_000_000, 10_000, 3_000_000, 6_000_000, 10_000, 0, 0, 50,
+                40, Map.of(), Map.of());
+        CostReport r = new CostReport(cpu, pg, 10_000, 100, 10_000, -1);
+        assertThat(r.deadPerEvent()).isEqualTo(0.005);
+        assertThat(r.progressUpdates()).isEqualTo("0.50/batch (80% HOT)");
     }
 }
