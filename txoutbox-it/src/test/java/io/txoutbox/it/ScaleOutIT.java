@@ -14,6 +14,10 @@ import io.txoutbox.testing.net.TcpProxy;
 import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
 import io.txoutbox.testing.process.JvmProcess;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,6 +46,11 @@ class ScaleOutIT {
 
     private static KafkaBroker kafka;
     private TestDatabase db;
+    /**
+     * The test's own session for the polled counts (lanes held, pending rows): a new connection per poll cost
+     * PostgreSQL a backend start each time, CPU taken from the relays under test.
+     */
+    private Connection probe;
     private OutboxSchema schema;
     private String topic;
     private final List<JvmProcess> relays = new ArrayList<>();
@@ -64,13 +73,31 @@ class ScaleOutIT {
         kafka.createTopic(topic, 6);
         db = TestPostgres.shared().newDatabase("scale_out");
         schema = ItSupport.schema(db);
+        try {
+            probe = db.connect();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @AfterEach
-    void tearDown() {
+    void tearDown() throws SQLException {
         relays.forEach(JvmProcess::close);
-        if (db != null) {
-            db.close();
+        try {
+            if (probe != null) {
+                probe.close();
+            }
+        } finally {
+            if (db != null) {
+                db.close();
+            }
+        }
+    }
+
+    private long queryLong(String sql) throws SQLException {
+        try (Statement st = probe.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 
@@ -98,31 +125,31 @@ class ScaleOutIT {
     }
 
     /** Lanes of this outbox whose advisory lock is held right now, by any instance. */
-    private long lanesHeld() {
+    private long lanesHeld() throws SQLException {
         return lanesHeldWhere("LIKE 'txoutbox-relay %'");
     }
 
     /** Lanes held by one relay process (its sessions' application_name carries its pid). */
-    private long lanesHeldBy(JvmProcess relay) {
+    private long lanesHeldBy(JvmProcess relay) throws SQLException {
         return lanesHeldWhere("LIKE '%:" + relay.pid() + "#%'");
     }
 
-    private long lanesHeldWhere(String applicationNameCondition) {
+    private long lanesHeldWhere(String applicationNameCondition) throws SQLException {
         java.util.zip.CRC32 crc = new java.util.zip.CRC32();
         crc.update((schema.schema() + "." + schema.outboxTable()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        return db.queryLong("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+        return queryLong("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
                 + " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
                 + " AND l.classid::bigint = " + crc.getValue() + " AND (l.objid::bigint >> 16) = 1"
                 + " AND a.application_name " + applicationNameCondition);
     }
 
-    private long pending() {
-        return db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING'");
+    private long pending() throws SQLException {
+        return queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING'");
     }
 
     /** The highest id written so far (0: none). */
-    private long lastId() {
-        return db.queryLong("SELECT coalesce(max(id), 0) FROM " + schema.qualifiedOutboxTable());
+    private long lastId() throws SQLException {
+        return queryLong("SELECT coalesce(max(id), 0) FROM " + schema.qualifiedOutboxTable());
     }
 
     /**
@@ -131,7 +158,7 @@ class ScaleOutIT {
      */
     private void awaitPublishedUpTo(long id) {
         await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(100))
-                .until(() -> db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                .until(() -> queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
                         + " WHERE state = 'PENDING' AND id <= " + id) == 0);
     }
 

@@ -92,10 +92,18 @@ class PartitionConversionIT {
 
     private void write(Outbox outbox, UUID id) throws SQLException {
         try (Connection c = db.connect()) {
-            c.setAutoCommit(false);
-            outbox.publish(c, event("k", id));
-            c.commit();
+            write(c, outbox, id);
         }
+    }
+
+    /**
+     * One event in its own transaction on {@code c}: the set-up's rows, written one commit each over one connection
+     * (a new connection per row cost seconds of each case's set-up).
+     */
+    private static void write(Connection c, Outbox outbox, UUID id) throws SQLException {
+        c.setAutoCommit(false);
+        outbox.publish(c, event("k", id));
+        c.commit();
     }
 
     /**
@@ -148,10 +156,12 @@ class PartitionConversionIT {
         plain.migrate(db.dataSource());
         Outbox outbox = Outbox.builder().schema(plain).build();
         List<UUID> written = new ArrayList<>();
-        for (int i = 0; i < 50; i++) {
-            UUID id = v7(Instant.now());
-            write(outbox, id);
-            written.add(id);
+        try (Connection c = db.connect()) {
+            for (int i = 0; i < 50; i++) {
+                UUID id = v7(Instant.now());
+                write(c, outbox, id);
+                written.add(id);
+            }
         }
         addGateCheck(plain);
         OutboxSchema partitioned = schema().partitioned(OutboxPartitioning.daily()).build();
@@ -242,12 +252,14 @@ class PartitionConversionIT {
         Outbox outbox = Outbox.builder().schema(plain).build();
         Set<UUID> expected = Collections.synchronizedSet(new HashSet<>());
         Set<UUID> published = new HashSet<>();
-        for (int i = 0; i < 200; i++) {
-            UUID id = v7(Instant.now());
-            write(outbox, id);
-            expected.add(id);
-            if (i < 100) {
-                published.add(id);
+        try (Connection c = db.connect()) {
+            for (int i = 0; i < 200; i++) {
+                UUID id = v7(Instant.now());
+                write(c, outbox, id);
+                expected.add(id);
+                if (i < 100) {
+                    published.add(id);
+                }
             }
         }
         db.execute("UPDATE " + plain.qualifiedOutboxTable() + " SET state = 'PUBLISHED', published_at = now()"

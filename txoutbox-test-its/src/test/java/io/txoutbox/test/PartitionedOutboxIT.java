@@ -23,6 +23,7 @@ import io.txoutbox.spi.SendResult;
 import io.txoutbox.testing.postgres.PostgresExtension;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -117,10 +118,18 @@ class PartitionedOutboxIT {
 
     private void write(Outbox outbox, OutboxMessage m) throws SQLException {
         try (Connection c = db.connect()) {
-            c.setAutoCommit(false);
-            outbox.publish(c, m);
-            c.commit();
+            write(c, outbox, m);
         }
+    }
+
+    /**
+     * One event in its own transaction on {@code c}: a scenario's own rows, written one commit each over one connection
+     * (a new connection per row, and per partition look-up, made most of the simulated month's time).
+     */
+    private static void write(Connection c, Outbox outbox, OutboxMessage m) throws SQLException {
+        c.setAutoCommit(false);
+        outbox.publish(c, m);
+        c.commit();
     }
 
     private Set<String> partitions(OutboxSchema s) {
@@ -138,13 +147,27 @@ class PartitionedOutboxIT {
     }
 
     private String partitionOf(OutboxSchema s, UUID eventId) {
-        try (Connection c = db.connect(); Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT tableoid::regclass::text FROM " + s.qualifiedOutboxTable()
-                        + " WHERE event_id = '" + eventId + "'")) {
-            return rs.next() ? rs.getString(1).replaceFirst("^.*\\.", "").replace("\"", "") : null;
+        return partitionsOf(s, List.of(eventId)).get(eventId);
+    }
+
+    /** The partition each event's row is in (no entry: no row), read over one connection. */
+    private Map<UUID, String> partitionsOf(OutboxSchema s, List<UUID> eventIds) {
+        Map<UUID, String> out = new LinkedHashMap<>();
+        try (Connection c = db.connect();
+                PreparedStatement ps = c.prepareStatement("SELECT tableoid::regclass::text FROM "
+                        + s.qualifiedOutboxTable() + " WHERE event_id = ?")) {
+            for (UUID eventId : eventIds) {
+                ps.setObject(1, eventId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        out.put(eventId, rs.getString(1).replaceFirst("^.*\\.", "").replace("\"", ""));
+                    }
+                }
+            }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }
+        return out;
     }
 
     private String day(Instant start) {
@@ -235,19 +258,21 @@ class PartitionedOutboxIT {
             List<UUID> today = new ArrayList<>();
             Instant[] instants = {dayStart, dayStart.plusMillis(1), dayStart.plus(Duration.ofHours(12)),
                     dayStart.plus(1, ChronoUnit.DAYS).minusMillis(1)};
-            for (Instant at : instants) {
-                for (int k = 0; k < 5; k++) {
-                    UUID id = v7(at);
-                    write(outbox, event("k" + k, id));
-                    written.computeIfAbsent("k" + k, x -> new ArrayList<>()).add(id);
-                    today.add(id);
+            try (Connection c = db.connect()) {
+                for (Instant at : instants) {
+                    for (int k = 0; k < 5; k++) {
+                        UUID id = v7(at);
+                        write(c, outbox, event("k" + k, id));
+                        written.computeIfAbsent("k" + k, x -> new ArrayList<>()).add(id);
+                        today.add(id);
+                    }
                 }
-            }
-            if (d == 2) {
-                for (int i = 0; i < 3; i++) {
-                    UUID id = v7(dayStart.plus(Duration.ofHours(1 + i)));
-                    write(outbox, event("stuck", id));
-                    written.computeIfAbsent("stuck", x -> new ArrayList<>()).add(id);
+                if (d == 2) {
+                    for (int i = 0; i < 3; i++) {
+                        UUID id = v7(dayStart.plus(Duration.ofHours(1 + i)));
+                        write(c, outbox, event("stuck", id));
+                        written.computeIfAbsent("stuck", x -> new ArrayList<>()).add(id);
+                    }
                 }
             }
             if (d == 3) {
@@ -255,8 +280,9 @@ class PartitionedOutboxIT {
                 write(outbox, event("poison", poison));
                 await().atMost(WAIT).until(() -> admin.list(EventFilter.dead(), 0, 10).size() == 1);
             }
+            Map<UUID, String> todays = partitionsOf(s, today);
             for (UUID id : today) {
-                assertThat(partitionOf(s, id)).as("event at %s", UuidTime.of(id)).isEqualTo(day(dayStart));
+                assertThat(todays.get(id)).as("event at %s", UuidTime.of(id)).isEqualTo(day(dayStart));
             }
             transport.awaitDelivered(r -> today.contains(r.eventId()), today.size(), WAIT);
         }
@@ -292,12 +318,14 @@ class PartitionedOutboxIT {
         Outbox plainOutbox = Outbox.builder().schema(plain).build();
         Map<String, List<UUID>> pendingByKey = new LinkedHashMap<>();
         List<UUID> before = new ArrayList<>();
-        for (int i = 0; i < 300; i++) {
-            UUID id = v7(Instant.now());
-            write(plainOutbox, event("k" + (i % 7), id));
-            before.add(id);
-            if (i >= 100) {
-                pendingByKey.computeIfAbsent("k" + (i % 7), x -> new ArrayList<>()).add(id);
+        try (Connection c = db.connect()) {
+            for (int i = 0; i < 300; i++) {
+                UUID id = v7(Instant.now());
+                write(c, plainOutbox, event("k" + (i % 7), id));
+                before.add(id);
+                if (i >= 100) {
+                    pendingByKey.computeIfAbsent("k" + (i % 7), x -> new ArrayList<>()).add(id);
+                }
             }
         }
         // a third published before the conversion, the rest still pending
@@ -333,11 +361,13 @@ class PartitionedOutboxIT {
         startRelay(s, FailurePolicy.PARK_KEY);
         Outbox outbox = Outbox.builder().schema(s).build();
         List<UUID> after = new ArrayList<>();
-        for (int i = 0; i < 70; i++) {
-            UUID id = v7(Instant.now());
-            write(outbox, event("k" + (i % 7), id));
-            after.add(id);
-            pendingByKey.get("k" + (i % 7)).add(id);
+        try (Connection c = db.connect()) {
+            for (int i = 0; i < 70; i++) {
+                UUID id = v7(Instant.now());
+                write(c, outbox, event("k" + (i % 7), id));
+                after.add(id);
+                pendingByKey.get("k" + (i % 7)).add(id);
+            }
         }
         assertThat(db.queryLong("SELECT id FROM " + s.qualifiedOutboxTable() + " WHERE event_id = '"
                 + after.get(0) + "'")).isEqualTo(maxId + 1);
