@@ -20,7 +20,8 @@ class OutboxGrantsTest {
                         + " \"app\".\"events\" TO \"app_relay\"",
                 "GRANT SELECT ON SEQUENCE \"app\".\"events_id_seq\" TO \"app_relay\"",
                 "GRANT EXECUTE ON FUNCTION \"app\".txoutbox_shard(text, integer) TO \"app_relay\"",
-                "GRANT SELECT ON TABLE \"app\".\"events_installation\" TO \"app_relay\"");
+                "GRANT SELECT ON TABLE \"app\".\"events_installation\" TO \"app_relay\"",
+                "GRANT SELECT, INSERT, UPDATE ON TABLE \"app\".\"events_progress\" TO \"app_relay\"");
     }
 
     @Test

@@ -27,3 +27,18 @@ ALTER TABLE "${schema}"."${outbox_table}" ADD CONSTRAINT "${outbox_table}_state"
 CREATE INDEX IF NOT EXISTS "${outbox_table}_held"
     ON "${schema}"."${outbox_table}" (shard, partition_key, id)
     WHERE state = 'HELD';
+
+-- "Which events are not published yet?" in plain SQL, whatever the table's progress model: held rows, rows backing
+-- off or due, and fresh rows above their shard's cursor (on a table whose relays never ran with cursors: every
+-- PENDING row). The three arms are the held, backoff and pending indexes' (the last from the lowest cursor on).
+CREATE OR REPLACE VIEW "${schema}"."${outbox_table}_unpublished" AS
+SELECT o.*
+FROM "${schema}"."${outbox_table}" o
+WHERE o.state = 'HELD'
+   OR (o.state = 'PENDING' AND o.next_attempt_at IS NOT NULL)
+   OR (o.state = 'PENDING' AND o.next_attempt_at IS NULL
+       AND o.id > (SELECT min(c) FROM (SELECT coalesce(max(p.through_id), 0) AS c
+                   FROM generate_series(0, ${shards} - 1) s
+                   LEFT JOIN "${schema}"."${outbox_table}_progress" p ON s = ANY(p.shards) GROUP BY s) x)
+       AND o.id > (SELECT coalesce(max(p.through_id), 0) FROM "${schema}"."${outbox_table}_progress" p
+                   WHERE o.shard = ANY(p.shards)));
