@@ -72,7 +72,7 @@ class ProgressSwitchIT {
                 + "_progress\"")).as("one cursor per lane").isEqualTo(4);
         DeliveredEvents.of(transport.delivered()).assertCount(400).assertNoDuplicates();
         assertKeyOrder();
-        assertThat(unpublished()).as("the view of unpublished events").isZero();
+        assertThat(unpublished()).as("the unpublished events").isZero();
     }
 
     @Test
@@ -99,7 +99,7 @@ class ProgressSwitchIT {
             transport.awaitDelivered(r -> true, 200, WAIT);
         }
         write(rows, 10);
-        assertThat(unpublished()).as("the view of unpublished events, on cursors").isEqualTo(10);
+        assertThat(unpublished()).as("the unpublished events, on cursors").isEqualTo(10);
         try (PollingRelay refused = relay(rows)) {
             await().atMost(WAIT).until(() -> refused.stats().loopErrors() >= 4);
             assertThat(refused.stats().published()).as("a row-state relay on a table with cursors sends nothing")
@@ -108,7 +108,7 @@ class ProgressSwitchIT {
         long marked = rows.convertProgressToRowState(db.dataSource());
         assertThat(marked).isEqualTo(200);
         assertThat(rows.convertProgressToRowState(db.dataSource())).as("idempotent").isZero();
-        assertThat(unpublished()).as("the view of unpublished events, row by row").isEqualTo(10);
+        assertThat(unpublished()).as("the unpublished events, row by row").isEqualTo(10);
         try (PollingRelay relay = relay(rows)) {
             write(rows, 10);
             transport.awaitDelivered(r -> true, 220, WAIT);
@@ -150,9 +150,10 @@ class ProgressSwitchIT {
         }
     }
 
-    /** Rows of the view {@code <outbox>_unpublished} (schema version 11), the same for both models. */
+    /** Rows of the function {@code <outbox>_unpublished()} (schema version 11), the same for both models. */
     private long unpublished() {
-        return db.queryLong("SELECT count(*) FROM \"" + db.schema() + "\".\"" + rows.outboxTable() + "_unpublished\"");
+        return db.queryLong("SELECT count(*) FROM \"" + db.schema() + "\".\"" + rows.outboxTable()
+                + "_unpublished\"()");
     }
 
     /** The cursors follow the deliveries by a settlement or two. */

@@ -126,7 +126,8 @@ class RelayPrivilegesIT {
             return List.of("GRANT USAGE ON SCHEMA " + db.schema() + " TO " + r,
                     "GRANT SELECT, UPDATE ON " + schema.qualifiedOutboxTable() + " TO " + r,
                     "GRANT SELECT ON SEQUENCE " + sequence() + " TO " + r,
-                    "GRANT SELECT ON " + db.schema() + "." + schema.outboxTable() + "_installation TO " + r);
+                    "GRANT SELECT ON " + db.schema() + "." + schema.outboxTable() + "_installation TO " + r,
+                    "GRANT SELECT, INSERT, UPDATE ON " + db.schema() + "." + schema.outboxTable() + "_progress TO " + r);
         });
         PollingRelay relay = relay(ds).start();
         write(100);

@@ -28,11 +28,20 @@ CREATE INDEX IF NOT EXISTS "${outbox_table}_held"
     ON "${schema}"."${outbox_table}" (shard, partition_key, id)
     WHERE state = 'HELD';
 
--- "Which events are not published yet?" in plain SQL, whatever the table's progress model: held rows, rows backing
--- off or due, and fresh rows above their shard's cursor (on a table whose relays never ran with cursors: every
--- PENDING row). The three arms are the held, backoff and pending indexes' (the last from the lowest cursor on).
-CREATE OR REPLACE VIEW "${schema}"."${outbox_table}_unpublished" AS
-SELECT o.*
+-- "Which events are not published yet?" in plain SQL, whatever the table's progress model:
+--   SELECT * FROM "<schema>"."<outbox_table>_unpublished"();
+-- held rows, rows backing off or due, and fresh rows above their shard's cursor (on a table whose relays never ran
+-- with cursors: every PENDING row). The three arms are the held, backoff and pending indexes' (the last from the
+-- lowest cursor on). A function, not a view: its body is resolved when it runs, so it follows the table through a
+-- conversion to a partitioned one (a view would stay bound to the old table, now a partition).
+CREATE OR REPLACE FUNCTION "${schema}"."${outbox_table}_unpublished"()
+    RETURNS TABLE (id bigint, event_id uuid, topic text, partition_key text, shard smallint, event_type text,
+                   state text, created_at timestamptz, attempts integer, next_attempt_at timestamptz,
+                   last_error text)
+    LANGUAGE sql STABLE
+AS $fn$
+SELECT o.id, o.event_id, o.topic, o.partition_key, o.shard, o.event_type, o.state, o.created_at, o.attempts,
+       o.next_attempt_at, o.last_error
 FROM "${schema}"."${outbox_table}" o
 WHERE o.state = 'HELD'
    OR (o.state = 'PENDING' AND o.next_attempt_at IS NOT NULL)
@@ -41,4 +50,6 @@ WHERE o.state = 'HELD'
                    FROM generate_series(0, ${shards} - 1) s
                    LEFT JOIN "${schema}"."${outbox_table}_progress" p ON s = ANY(p.shards) GROUP BY s) x)
        AND o.id > (SELECT coalesce(max(p.through_id), 0) FROM "${schema}"."${outbox_table}_progress" p
-                   WHERE o.shard = ANY(p.shards)));
+                   WHERE o.shard = ANY(p.shards)))
+ORDER BY o.id
+$fn$;
