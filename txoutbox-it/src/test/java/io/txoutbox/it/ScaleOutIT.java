@@ -315,7 +315,6 @@ class ScaleOutIT {
         }
     }
 
-    @DisabledIf(value = "cursorProgress", disabledReason = "fails on the cursor model: see the next commit")
     @Test
     void a_relay_paused_between_ack_and_mark_past_its_lease_is_fenced_and_its_stale_mark_rejected()
             throws Exception {
