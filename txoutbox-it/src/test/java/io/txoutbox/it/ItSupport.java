@@ -3,6 +3,7 @@ package io.txoutbox.it;
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
+import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.testing.history.Delivery;
 import io.txoutbox.testing.history.HistoryChecker;
 import io.txoutbox.testing.history.HistoryReport;
@@ -12,7 +13,13 @@ import io.txoutbox.testing.history.LedgerWriter;
 import io.txoutbox.testing.history.Verifier;
 import io.txoutbox.testing.postgres.TestDatabase;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
 
 /** Shared pieces of the end-to-end tests: ledger writers that publish through the outbox, and the final check. */
 final class ItSupport {
@@ -30,17 +37,54 @@ final class ItSupport {
 
     /** Reads the topic to its end and checks it against what the ledger says committed. */
     static HistoryReport check(TestDatabase db, String bootstrap, String topic, Duration deadline) {
-        List<LedgerEntry> ledger = Ledger.read(db.dataSource(), db.schema());
-        List<Delivery> deliveries = Verifier.builder(bootstrap, topic).expectedEvents(ledger.size())
+        return check(db, topic, deliveries(db, bootstrap, topic, deadline));
+    }
+
+    /** Everything the topic holds, read to its end once every event the ledger says committed is there. */
+    static List<Delivery> deliveries(TestDatabase db, String bootstrap, String topic, Duration deadline) {
+        return Verifier.builder(bootstrap, topic).expectedEvents(Ledger.read(db.dataSource(), db.schema()).size())
                 .deadline(deadline).build().readAll();
+    }
+
+    /** Checks what {@code topic} delivered against what the ledger says committed. */
+    static HistoryReport check(TestDatabase db, String topic, List<Delivery> deliveries) {
+        List<LedgerEntry> ledger = Ledger.read(db.dataSource(), db.schema());
         HistoryReport report = HistoryChecker.check(ledger, deliveries);
         org.slf4j.LoggerFactory.getLogger(ItSupport.class).info("history of {}: {}", topic, report.summaryLine());
         return report;
     }
 
     static OutboxSchema schema(TestDatabase db) {
-        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).build();
+        return schema(db, OutboxSchema.Progress.ROW_STATE);
+    }
+
+    /** The default outbox table in the database's schema, on {@code progress}, migrated. */
+    static OutboxSchema schema(TestDatabase db, OutboxSchema.Progress progress) {
+        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).progress(progress).build();
         schema.migrate(db.dataSource());
         return schema;
+    }
+
+    /**
+     * The rows of {@code schema}'s table that are pending as its progress model says: row state, {@code PENDING};
+     * cursor, also a fresh row above its shard's cursor (delivered or not: the lane has not recorded it yet).
+     */
+    static String pending(OutboxSchema schema) {
+        return ProgressModels.of(schema).pending(null);
+    }
+
+    /** The end offset of each partition of {@code topic} now (uncommitted records included), by partition. */
+    static Map<Integer, Long> endOffsets(String bootstrap, String topic) {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions()
+                    .forEach(p -> latest.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest()));
+            Map<Integer, Long> ends = new HashMap<>();
+            admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS)
+                    .forEach((tp, info) -> ends.put(tp.partition(), info.offset()));
+            return ends;
+        } catch (Exception e) {
+            throw new IllegalStateException("could not read the end offsets of " + topic, e);
+        }
     }
 }

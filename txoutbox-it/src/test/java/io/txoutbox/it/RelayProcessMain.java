@@ -10,16 +10,22 @@ import org.postgresql.ds.PGSimpleDataSource;
 /**
  * A polling relay as its own JVM, for tests that SIGKILL or SIGSTOP it. Arguments: jdbcUrl user password schema
  * bootstrapServers [lanes] [batchSize] [leaseMs] [expectedLanes] [transport mode]. Prints {@code RELAY-OWNS-ALL-LANES} once it works
- * {@code expectedLanes} lanes (default: all).
+ * {@code expectedLanes} lanes (default: all). The outbox's progress model comes from the system property
+ * {@value #PROGRESS} ({@code ROW_STATE} or {@code CURSOR}, default {@code ROW_STATE}): the test's own schema object
+ * must be on the same one.
  */
 public final class RelayProcessMain {
+
+    /** The system property naming the outbox's {@link OutboxSchema.Progress} (the setting of the same name). */
+    static final String PROGRESS = "txoutbox.schema.progress";
 
     public static void main(String[] args) throws Exception {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setURL(args[0]);
         ds.setUser(args[1]);
         ds.setPassword(args[2]);
-        OutboxSchema schema = OutboxSchema.builder().schema(args[3]).build();
+        OutboxSchema schema = OutboxSchema.builder().schema(args[3])
+                .progress(OutboxSchema.Progress.valueOf(System.getProperty(PROGRESS, "ROW_STATE"))).build();
         int lanes = args.length > 5 ? Integer.parseInt(args[5]) : 2;
         int batchSize = args.length > 6 ? Integer.parseInt(args[6]) : 200;
         long leaseMs = args.length > 7 ? Long.parseLong(args[7]) : 10_000;

@@ -28,6 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.DisabledIf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,6 +37,8 @@ import org.slf4j.LoggerFactory;
  * the broker's ack and the mark), paused past their lease, cut off from PostgreSQL, added and removed. The history
  * checker decides; takeover times are measured against the lease. One broker for the class, a topic per test (the
  * relays' transactional ids come from each test's own installation, so no test's producers meet another's).
+ * On the row-state model (here) and, for the kill and the pause scenarios, on the cursor model
+ * ({@link CursorProgressFaultsIT}, which overrides {@link #progress}).
  */
 class ScaleOutIT {
 
@@ -72,7 +75,7 @@ class ScaleOutIT {
         topic = "ledger-" + UUID.randomUUID();
         kafka.createTopic(topic, 6);
         db = TestPostgres.shared().newDatabase("scale_out");
-        schema = ItSupport.schema(db);
+        schema = ItSupport.schema(db, progress());
         try {
             probe = db.connect();
         } catch (SQLException e) {
@@ -94,6 +97,30 @@ class ScaleOutIT {
         }
     }
 
+    /** The outbox's progress model, for the relay processes and the test's own reads. */
+    /**
+     * What the resumed zombie logs once PostgreSQL has ended its session. On the row-state model its mark runs the
+     * batch's UPDATE and is rejected. On the cursor model a batch of fresh rows that all went out has nothing to write
+     * (the cursor moves with a settlement, not with each batch), so its mark sends no statement and the zombie finds
+     * the session ended at its next statement — the claim, or the wait for the transport. Either way it records
+     * nothing, and the new owner sends the batch again (the history's duplicates).
+     */
+    private String staleOwnerRejected() {
+        return cursorProgress()
+                ? ".*(mark rejected: the lane's session ended|batch failed, reconnecting: .*terminating connection due"
+                        + " to idle|the lane's session ended while).*"
+                : ".*mark rejected: the lane's session ended.*";
+    }
+
+    OutboxSchema.Progress progress() {
+        return OutboxSchema.Progress.ROW_STATE;
+    }
+
+    /** Scenarios that run on the row-state model only: the cursor model runs the kill and the pause ones. */
+    boolean cursorProgress() {
+        return progress() == OutboxSchema.Progress.CURSOR;
+    }
+
     private long queryLong(String sql) throws SQLException {
         try (Statement st = probe.createStatement(); ResultSet rs = st.executeQuery(sql)) {
             rs.next();
@@ -108,6 +135,7 @@ class ScaleOutIT {
     private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook, KafkaTransport.Mode mode) {
         TestPostgres pg = db.server();
         JvmProcess.Builder b = JvmProcess.builder(RelayProcessMain.class).name(name).jvmArgs("-Xmx192m")
+                .systemProperty(RelayProcessMain.PROGRESS, progress().name())
                 .args(jdbcUrl, pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
                         Integer.toString(LANES), Integer.toString(BATCH), Long.toString(LEASE_MS),
                         Integer.toString(expectedLanes), mode.name());
@@ -143,8 +171,15 @@ class ScaleOutIT {
                 + " AND a.application_name " + applicationNameCondition);
     }
 
+    /** Rows pending as the progress model says (cursor: also those delivered but not yet under a cursor). */
     private long pending() throws SQLException {
-        return queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE state = 'PENDING'");
+        return queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable() + " WHERE "
+                + ItSupport.pending(schema));
+    }
+
+    /** Rows in the table, whatever their state: every committed event so far. */
+    private long rows() throws SQLException {
+        return queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable());
     }
 
     /** The highest id written so far (0: none). */
@@ -159,7 +194,7 @@ class ScaleOutIT {
     private void awaitPublishedUpTo(long id) {
         await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(100))
                 .until(() -> queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
-                        + " WHERE state = 'PENDING' AND id <= " + id) == 0);
+                        + " WHERE " + ItSupport.pending(schema) + " AND id <= " + id) == 0);
     }
 
     private LedgerWriter writer(int events, double rate) {
@@ -192,6 +227,8 @@ class ScaleOutIT {
      * Five events per writer transaction (one key, in sequence): the writers' commits, not the relays, pace this run,
      * and the three relays still race over fifty thousand events.
      */
+    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
+            + " run, for CI time")
     @Test
     void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
         for (int i = 0; i < 3; i++) {
@@ -208,14 +245,23 @@ class ScaleOutIT {
         assertThat(report.committed()).isGreaterThan(45_000);
     }
 
+    /**
+     * What a kill sends again is what the victim delivered and had not recorded: rows pending at the kill (row state:
+     * its batches in flight; cursor: also what its lanes delivered since their last settlement). So the duplicates are
+     * at most the rows pending just before each kill (for the first, which the victim's own hook makes, before the
+     * victim starts) plus those committed until the victim is gone.
+     */
     @Test
     void a_relay_killed_five_times_also_between_ack_and_mark_loses_nothing_and_its_lanes_are_taken_over()
             throws Exception {
         JvmProcess steady = relay("steady", 1);
         steady.awaitLine("RELAY-OWNS-ALL-LANES.*", Duration.ofMinutes(2));
         List<Long> takeovers = new ArrayList<>();
+        long unrecordedAtKills = 0;
         try (LedgerWriter w = writer(30_000, 1_500)) {
             for (int kill = 0; kill < 5; kill++) {
+                long pendingBefore = pending();
+                long rowsBefore = rows();
                 JvmProcess victim = kill == 0
                         ? relay("victim-" + kill, db.server().jdbcUrl(), 1, "after-ack-before-mark=kill")
                         : relay("victim-" + kill, 1);
@@ -227,16 +273,25 @@ class ScaleOutIT {
                     t0 = System.nanoTime();
                 } else {
                     Thread.sleep(1_000 + 500L * kill); // the fault's schedule: let it work a while, then kill it
+                    pendingBefore = pending();
+                    rowsBefore = rows();
                     victim.kill();
                     t0 = System.nanoTime();
                     victim.awaitExit(Duration.ofSeconds(30));
                 }
+                unrecordedAtKills += pendingBefore + rows() - rowsBefore;
                 takeovers.add(takeoverMillis(steady, t0));
             }
             HistoryReport report = finish(w);
+            log.info("{} progress: at most {} events unrecorded at the kills; {}", progress(), unrecordedAtKills,
+                    report.summaryLine());
             HistoryAssert.assertThat(report).isClean();
-            assertThat(report.duplicates()).as("at most the batches in flight of each kill")
-                    .isLessThanOrEqualTo((long) BATCH * LANES * 5);
+            assertThat(report.duplicates()).as("at most what was pending at the kills").isLessThanOrEqualTo(
+                    unrecordedAtKills);
+            if (!cursorProgress()) {
+                assertThat(report.duplicates()).as("at most the batches in flight of each kill")
+                        .isLessThanOrEqualTo((long) BATCH * LANES * 5);
+            }
         }
         log.info("takeover after SIGKILL, ms: {}", takeovers);
         assertThat(takeovers).allSatisfy(ms -> assertThat(ms).isLessThan(10_000));
@@ -246,6 +301,8 @@ class ScaleOutIT {
      * Mode.IDEMPOTENT has no producer fencing: a relay killed between ack and mark, and one paused there past its
      * lease and then woken (its producer may still append what it held), next to a steady one, during one run.
      */
+    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
+            + " run, for CI time")
     @Test
     void idempotent_mode_keeps_order_through_a_kill_and_a_pause_between_ack_and_mark() throws Exception {
         String url = db.server().jdbcUrl();
@@ -265,7 +322,7 @@ class ScaleOutIT {
             // the fault: stay paused past the lease until the steady relay worked its lanes past the paused batch
             awaitPublishedUpTo(lastId());
             zombie.resume();
-            zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
+            zombie.awaitLine(staleOwnerRejected(), Duration.ofMinutes(1));
             HistoryReport report = finish(w);
             HistoryAssert.assertThat(report).isClean();
             assertThat(report.duplicates()).as("the killed and the paused batches were sent again").isPositive();
@@ -289,7 +346,7 @@ class ScaleOutIT {
             // the fault: stay paused past the lease until the others worked its lanes past the paused batch
             awaitPublishedUpTo(lastId());
             zombie.resume();
-            zombie.awaitLine(".*mark rejected: the lane's session ended.*", Duration.ofMinutes(1));
+            zombie.awaitLine(staleOwnerRejected(), Duration.ofMinutes(1));
             HistoryReport report = finish(w);
             HistoryAssert.assertThat(report).isClean();
             assertThat(report.duplicates()).as("the paused batch was acknowledged, then sent again by the new owner")
@@ -299,6 +356,8 @@ class ScaleOutIT {
         }
     }
 
+    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
+            + " run, for CI time")
     @Test
     void relays_added_and_removed_during_the_run_rebalance_without_loss_or_reordering() throws Exception {
         JvmProcess first = relay("first", LANES);
@@ -325,6 +384,8 @@ class ScaleOutIT {
         }
     }
 
+    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
+            + " run, for CI time")
     @Test
     void a_relay_cut_off_from_postgresql_past_its_lease_loses_its_lanes_and_nothing_else() throws Exception {
         TestPostgres pg = db.server();

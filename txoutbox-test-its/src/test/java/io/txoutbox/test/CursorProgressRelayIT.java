@@ -5,48 +5,24 @@ import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.FailurePolicy;
 import io.txoutbox.Outbox;
+import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
-import io.txoutbox.internal.progress.ProgressModel;
-import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.spi.SendResult;
 import java.sql.Connection;
 import java.util.List;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The whole relay acceptance suite, and the in-memory transport's own scenarios, with the relay, the admin and the
- * status readers on the cursor progress model (docs/progress-models.md), put behind the scenario's table with the
- * internal hook {@link ProgressModels#use}.
+ * The whole relay acceptance suite, and the in-memory transport's own scenarios, on tables with
+ * {@code schema.progress=CURSOR} (docs/progress-models.md): the relay, the admin and the status readers take the
+ * cursor model from the schema, and the suite counts published rows as that model records them.
  */
 class CursorProgressRelayIT extends PollingRelayInMemoryIT {
 
-    private ProgressModel model;
-    private AutoCloseable inUse;
-
-    @BeforeEach
-    void cursorProgress() {
-        model = ProgressModels.cursor(schema());
-        inUse = ProgressModels.use(model);
-    }
-
-    @AfterEach
-    void noCursorProgress() throws Exception {
-        inUse.close();
-    }
-
-    /**
-     * Published rows as the cursor model says (PUBLISHED, or fresh at or below its shard's cursor), once every fresh
-     * row is under its cursor: the cursor follows the deliveries by a settlement or two (about 100–300 ms).
-     */
     @Override
-    protected long publishedRows() {
-        String t = schema().qualifiedOutboxTable();
-        await().atMost(WAIT).until(() -> db().queryLong("SELECT count(*) FROM " + t + " o WHERE " + model.pending("o")
-                + " AND o.state = 'PENDING' AND o.next_attempt_at IS NULL") == 0);
-        return db().queryLong("SELECT count(*) FROM " + t + " o WHERE " + model.published("o"));
+    protected OutboxSchema.Progress progress() {
+        return OutboxSchema.Progress.CURSOR;
     }
 
     /**

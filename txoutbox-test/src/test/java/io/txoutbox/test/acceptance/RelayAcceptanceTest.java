@@ -13,6 +13,8 @@ import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
+import io.txoutbox.internal.progress.ProgressModel;
+import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.Transport;
 import io.txoutbox.testing.history.Delivery;
@@ -124,12 +126,28 @@ public abstract class RelayAcceptanceTest {
     }
 
     /**
-     * How many of the scenario's rows the relay recorded as published, as its progress model records them: by
-     * default (one UPDATE per row) PUBLISHED with a {@code published_at}. A subclass on another model reads them
-     * where that model puts them.
+     * The progress model of the scenario's table ({@code schema.progress}, docs/progress-models.md): by default the
+     * row-state model. A subclass returns another to run every scenario on that one.
+     */
+    protected OutboxSchema.Progress progress() {
+        return OutboxSchema.Progress.ROW_STATE;
+    }
+
+    /**
+     * How many of the scenario's rows the relay recorded as published, as its progress model records them. Row
+     * state: PUBLISHED with a {@code published_at} (one UPDATE per row). Cursor: PUBLISHED, or fresh at or below its
+     * shard's cursor, read once every fresh row is under its cursor — the cursor follows the deliveries by a
+     * settlement or two (about 100–300 ms).
      */
     protected long publishedRows() {
-        return count("state = 'PUBLISHED' AND published_at IS NOT NULL");
+        if (schema.progress() == OutboxSchema.Progress.ROW_STATE) {
+            return count("state = 'PUBLISHED' AND published_at IS NOT NULL");
+        }
+        ProgressModel model = ProgressModels.of(schema);
+        String t = schema.qualifiedOutboxTable();
+        await().atMost(WAIT).until(() -> db.queryLong("SELECT count(*) FROM " + t + " o WHERE " + model.pending("o")
+                + " AND o.state = 'PENDING' AND o.next_attempt_at IS NULL") == 0);
+        return db.queryLong("SELECT count(*) FROM " + t + " o WHERE " + model.published("o"));
     }
 
     /**
@@ -166,7 +184,7 @@ public abstract class RelayAcceptanceTest {
         sessions = sessions(db);
         String name = info.getTestMethod().orElseThrow().getName();
         schema = OutboxSchema.builder().schema(db.schema()).outboxTable("ob_" + Math.abs(name.hashCode())).shards(8)
-                .build();
+                .progress(progress()).build();
         schema.migrate(sessions);
         relaySessions = relaySessions(db, schema);
         adminSessions = adminSessions(db, schema);
