@@ -44,12 +44,13 @@ final class CursorProgress implements ProgressModel {
 
     private final OutboxSchema schema;
     private final CursorStatements sql;
-    private final RowStateStatements rows;
+    /** The row-state model, for what both record alike: the failure record, the mark's plan mode. */
+    private final RowStateProgress rows;
 
     CursorProgress(OutboxSchema schema) {
         this.schema = schema;
         this.sql = new CursorStatements(schema);
-        this.rows = new RowStateStatements(schema);
+        this.rows = new RowStateProgress(schema);
     }
 
     @Override
@@ -347,11 +348,7 @@ final class CursorProgress implements ProgressModel {
 
         @Override
         public void markStarts(Connection c) throws SQLException {
-            if (schema.isPartitioned()) {
-                try (java.sql.Statement st = c.createStatement()) {
-                    st.execute(io.txoutbox.internal.pg.RelayStatements.GENERIC_PLANS);
-                }
-            }
+            rows.markStarts(c);
         }
 
         /** Fresh rows: nothing to write (the cursor will pass them). Retries: PUBLISHED, and their keys released. */
@@ -382,14 +379,7 @@ final class CursorProgress implements ProgressModel {
 
         @Override
         public void failed(Connection c, FailureUpdate u, BackendCheck owner) throws SQLException {
-            try (PreparedStatement ps = c.prepareStatement(owner.guard(rows.recordFailures()))) {
-                ps.setArray(1, c.createArrayOf("bigint", u.ids()));
-                ps.setArray(2, c.createArrayOf("text", u.errors()));
-                ps.setArray(3, c.createArrayOf("bigint", u.delaysMs()));
-                ps.setArray(4, c.createArrayOf("text", u.states()));
-                ps.setArray(5, c.createArrayOf("integer", u.addAttempts()));
-                ps.executeUpdate();
-            }
+            rows.failed(c, u, owner);
             for (int i = 0; i < u.ids().length; i++) {
                 recorded.add(u.ids()[i]);
                 if (EventState.DEAD.name().equals(u.states()[i])) {
