@@ -209,4 +209,55 @@ class FencingIdentityIT {
             HistoryAssert.assertThat(report).isClean();
         }
     }
+
+    /**
+     * One outbox, two relay instances: the second takes one of the first's two lanes (its producer's
+     * {@code initTransactions} fences the first's producer for that lane), then stops, and the first takes the lane
+     * back. The lane must send on a producer made when it took the lane back, not on the one fenced meanwhile: no
+     * batch of it fails as fenced, nothing waits for a producer made only after a failed batch.
+     */
+    @Test
+    void a_lane_taken_back_after_another_instance_owned_it_sends_on_a_new_producer() throws Exception {
+        try (CapturedStderr err = CapturedStderr.start()) {
+            TestDatabase db = TestPostgres.shared().newDatabase("retake");
+            closing.add(db);
+            OutboxSchema schema = ItSupport.schema(db);
+            String topic = "retake-" + UUID.randomUUID().toString().substring(0, 8);
+            kafka.createTopic(topic, 4);
+            PollingRelay first = retakeRelay(db, schema);
+            Outbox outbox = Outbox.builder().schema(schema).afterPublish(first::nudge).build();
+            LedgerWriter writer = ItSupport.ledgerWriter(db, outbox, topic).threads(2).keys(40).targetRate(100)
+                    .duration(Duration.ofSeconds(25)).build();
+            closing.add(writer);
+            first.start();
+            writer.start();
+            await().atMost(WAIT).until(() -> first.stats().published() > 50);
+            PollingRelay second = retakeRelay(db, schema);
+            second.start();
+            await().atMost(WAIT).until(() -> second.stats().lanesOwned() == 1 && second.stats().published() > 0);
+            second.close();
+            await().atMost(WAIT).until(() -> first.stats().lanesOwned() == 2);
+            long atRetake = first.stats().published();
+            await().atMost(WAIT).until(() -> first.stats().published() > atRetake + 100);
+            assertThat(writer.awaitDone(WAIT)).isTrue();
+            await().atMost(WAIT).until(() -> OutboxStatus.pendingCount(db.dataSource(), schema) == 0);
+            long fencedRows = db.queryLong("SELECT count(*) FROM " + schema.qualifiedOutboxTable()
+                    + " WHERE last_error LIKE '%fenced%'");
+            log.info("lane taken back: {} 'producer fenced' lines, {} rows whose last send was fenced, published "
+                    + "first={} second={}", count(FENCED, err.text()), fencedRows, first.stats().published(),
+                    second.stats().published());
+            assertThat(fencedRows).as("rows whose last send was fenced").isZero();
+            assertThat(count(FENCED, err.text())).as("'producer fenced' log lines").isZero();
+            HistoryReport report = ItSupport.check(db, kafka.bootstrapServers(), topic, WAIT);
+            HistoryAssert.assertThat(report).isClean();
+        }
+    }
+
+    private PollingRelay retakeRelay(TestDatabase db, OutboxSchema schema) {
+        KafkaTransport transport = KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build();
+        PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport)
+                .pollInterval(Duration.ofMillis(50)).lanes(2).build();
+        closing.add(relay);
+        return relay;
+    }
 }
