@@ -168,8 +168,17 @@ final class LaneProducer {
                 + "' does not exist; create it (auto-creation is off or not allowed) or fix the event's topic", error);
     }
 
-    /** Makes the producer ahead of the first batch (see KafkaTransport#prepare); a failure waits for that batch. */
+    /**
+     * The relay took the lane: makes the producer ahead of the first batch (see KafkaTransport#prepare); a failure
+     * waits for that batch. In {@code TRANSACTIONAL} mode a producer kept from an earlier ownership of the lane goes
+     * first: another instance may have owned the lane meanwhile, and its {@code initTransactions} fenced that
+     * producer, whose first send would then fail and make the new producer only after that failed batch.
+     */
     void prepare() {
+        if (!settings.idempotent() && producer != null) {
+            log.debug("txoutbox-kafka: lane {}: taken again; its producer is made anew", lane);
+            discardProducer();
+        }
         try {
             producer();
         } catch (RuntimeException e) {
