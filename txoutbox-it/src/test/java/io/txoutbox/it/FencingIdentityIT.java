@@ -81,18 +81,14 @@ class FencingIdentityIT {
             }
             topic = hint + "-" + UUID.randomUUID().toString().substring(0, 8);
             kafka.createTopic(topic, 4);
-            KafkaTransport transport = KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build();
-            relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport)
-                    .pollInterval(Duration.ofMillis(50)).lanes(lanes)
-                    .listener(new RelayListener() {
-                        @Override
-                        public void sendFailed(String topic, SendResult.Kind kind) {
-                            if (kind == SendResult.Kind.UNAVAILABLE) {
-                                unavailable.incrementAndGet();
-                            }
-                        }
-                    }).build();
-            closing.add(relay);
+            relay = relay(db, schema, lanes, new RelayListener() {
+                @Override
+                public void sendFailed(String topic, SendResult.Kind kind) {
+                    if (kind == SendResult.Kind.UNAVAILABLE) {
+                        unavailable.incrementAndGet();
+                    }
+                }
+            });
             Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
             writer = ItSupport.ledgerWriter(db, outbox, topic).threads(2).keys(40).targetRate(rate)
                     .duration(writing).build();
@@ -224,7 +220,7 @@ class FencingIdentityIT {
             OutboxSchema schema = ItSupport.schema(db);
             String topic = "retake-" + UUID.randomUUID().toString().substring(0, 8);
             kafka.createTopic(topic, 4);
-            PollingRelay first = retakeRelay(db, schema);
+            PollingRelay first = relay(db, schema, 2, RelayListener.none());
             Outbox outbox = Outbox.builder().schema(schema).afterPublish(first::nudge).build();
             LedgerWriter writer = ItSupport.ledgerWriter(db, outbox, topic).threads(2).keys(40).targetRate(100)
                     .duration(Duration.ofSeconds(25)).build();
@@ -232,7 +228,7 @@ class FencingIdentityIT {
             first.start();
             writer.start();
             await().atMost(WAIT).until(() -> first.stats().published() > 50);
-            PollingRelay second = retakeRelay(db, schema);
+            PollingRelay second = relay(db, schema, 2, RelayListener.none());
             second.start();
             await().atMost(WAIT).until(() -> second.stats().lanesOwned() == 1 && second.stats().published() > 0);
             second.close();
@@ -253,10 +249,11 @@ class FencingIdentityIT {
         }
     }
 
-    private PollingRelay retakeRelay(TestDatabase db, OutboxSchema schema) {
+    /** A relay instance on {@code schema} with its own Kafka transport (default settings), closed after the test. */
+    private PollingRelay relay(TestDatabase db, OutboxSchema schema, int lanes, RelayListener listener) {
         KafkaTransport transport = KafkaTransport.builder().bootstrapServers(kafka.bootstrapServers()).build();
         PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema).transport(transport)
-                .pollInterval(Duration.ofMillis(50)).lanes(2).build();
+                .pollInterval(Duration.ofMillis(50)).lanes(lanes).listener(listener).build();
         closing.add(relay);
         return relay;
     }
