@@ -175,13 +175,13 @@ final class CursorProgress implements ProgressModel {
             int returned = 0;
             long claimedAtNanos;
             try (PreparedStatement ps = c.prepareStatement(sql.claim(cursor < highestShardCursor, ageSql))) {
-                ps.setLong(1, highWater);
-                ps.setLong(2, highWater);
+                ps.setArray(1, lane); // the window: delivered rows and late committers, ids only
+                ps.setLong(2, cursor);
                 ps.setLong(3, highWater);
-                ps.setArray(4, lane);
-                ps.setLong(5, cursor);
+                ps.setArray(4, lane); // above the high-water mark, whole
+                ps.setLong(5, highWater);
                 ps.setInt(6, freshLimit);
-                ps.setArray(7, lane);
+                ps.setArray(7, lane); // due retries
                 ps.setInt(8, r.limit());
                 ps.setInt(9, freshLimit);
                 ps.setFetchSize(Math.min(freshLimit, 500));

@@ -119,25 +119,36 @@ final class CursorStatements {
 
     /**
      * The claim: the lane's rows that look fresh above its cursor, each flagged {@code held} when its key waits; and
-     * its due retries, which go out only when their key does not wait. In id order, at most the limit. A fresh row at
-     * or below the lane's high-water mark comes without its value, headers or held flag: it is one the lane
-     * delivered, unless it is a late committer, which the lane reads again ({@link #lateRows}). Columns: the record
-     * columns, the commit age (see {@link RowStateStatements}), held, retry. Binds: high-water mark (three times),
-     * shards, cursor, limit; shards, limit; limit.
+     * its due retries, which go out only when their key does not wait. In id order, at most the limit. The fresh rows
+     * at or below the lane's high-water mark come as their id alone (every other column NULL): each is one the lane
+     * delivered, unless it is a late committer, which the lane reads again whole ({@link #lateRows}). So the re-read
+     * of the settlement window costs index and heap visits, not the columns' output and transfer. Columns: the record
+     * columns, the commit age (see {@link RowStateStatements}), held, retry. Binds: shards, cursor, high-water mark
+     * (the window); shards, high-water mark, limit (the rows above it); shards, limit (due retries); limit.
      */
     String claim(boolean perShard, String ageSql) {
-        String fresh = "SELECT id, event_id, topic, partition_key, aggregate_type, aggregate_id, aggregate_version, "
-                + "event_type, CASE WHEN id > ? THEN payload::text END AS payload, "
-                + "CASE WHEN id > ? THEN payload_bytes END AS payload_bytes, headers::text, created_at, attempts, "
-                + ageSql + " AS age, CASE WHEN id > ? THEN (" + waits("o") + ") ELSE false END AS held, "
-                + "false AS retry FROM " + table + " o "
-                + "WHERE state = " + PENDING.sql() + " AND next_attempt_at IS NULL AND shard = ANY(?) AND id > ?"
-                + (perShard ? " AND id > " + cursorOf("o.shard") : "") + " ORDER BY id LIMIT ?";
+        return claims.computeIfAbsent(perShard + ageSql, k -> buildClaim(perShard, ageSql));
+    }
+
+    private final java.util.Map<String, String> claims = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private String buildClaim(boolean perShard, String ageSql) {
+        String fresh = "state = " + PENDING.sql() + " AND next_attempt_at IS NULL AND shard = ANY(?)";
+        String ownCursor = perShard ? " AND id > " + cursorOf("o.shard") : "";
+        String window = "SELECT id, NULL::uuid AS event_id, NULL::text AS topic, NULL::text AS partition_key, "
+                + "NULL::text AS aggregate_type, NULL::text AS aggregate_id, NULL::bigint AS aggregate_version, "
+                + "NULL::text AS event_type, NULL::text AS payload, NULL::bytea AS payload_bytes, NULL::text AS headers, "
+                + "NULL::timestamptz AS created_at, NULL::integer AS attempts, NULL::bigint AS age, false AS held, "
+                + "false AS retry FROM " + table + " o WHERE " + fresh + " AND id > ? AND id <= ?" + ownCursor;
+        String above = "SELECT " + RelayStatements.RECORD_COLUMNS + ", " + ageSql + " AS age, (" + waits("o")
+                + ") AS held, false AS retry FROM " + table + " o WHERE " + fresh + " AND id > ?" + ownCursor
+                + " ORDER BY id LIMIT ?";
         String due = "SELECT " + RelayStatements.RECORD_COLUMNS + ", " + ageSql + " AS age, false AS held, "
                 + "true AS retry FROM " + table + " o "
                 + "WHERE state = " + PENDING.sql() + " AND next_attempt_at IS NOT NULL AND next_attempt_at <= now() "
                 + "AND shard = ANY(?) AND NOT (" + waits("o") + ") ORDER BY id LIMIT ?";
-        return "SELECT * FROM ((" + fresh + ") UNION ALL (" + due + ")) c ORDER BY id LIMIT ?";
+        return "SELECT * FROM ((" + window + ") UNION ALL (" + above + ") UNION ALL (" + due + ")) c ORDER BY id "
+                + "LIMIT ?";
     }
 
     /** Late committers the claim found below the high-water mark, whole, held flag too. Binds: ids. */
