@@ -285,7 +285,12 @@ class ScaleOutIT {
             HistoryReport report = finish(w);
             log.info("{} progress: at most {} events unrecorded at the kills; {}", progress(), unrecordedAtKills,
                     report.summaryLine());
-            HistoryAssert.assertThat(report).isClean();
+            // A liveness guard, not the test of one defect: the steady relay keeps delivering through every kill and
+            // takeover (0.4–1.2 s longest stall, both models, alone and in CI). A lane that resumed on a producer the
+            // victim had fenced stalled 3.6–7.2 s here alone and 59 s in CI (RELIABILITY.md, "A lane taken back sent
+            // its first batch on a fenced producer"), so this bound catches it only at its worst; FencingIdentityIT's
+            // retake test is that defect's own test.
+            HistoryAssert.assertThat(report).isClean().hasLongestStallBelow(Duration.ofSeconds(5));
             assertThat(report.duplicates()).as("at most what was pending at the kills").isLessThanOrEqualTo(
                     unrecordedAtKills);
             if (!cursorProgress()) {
