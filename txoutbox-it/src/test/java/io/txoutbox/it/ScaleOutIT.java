@@ -28,7 +28,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.DisabledIf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -227,8 +226,6 @@ class ScaleOutIT {
      * Five events per writer transaction (one key, in sequence): the writers' commits, not the relays, pace this run,
      * and the three relays still race over fifty thousand events.
      */
-    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
-            + " run, for CI time")
     @Test
     void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
         for (int i = 0; i < 3; i++) {
@@ -306,8 +303,6 @@ class ScaleOutIT {
      * Mode.IDEMPOTENT has no producer fencing: a relay killed between ack and mark, and one paused there past its
      * lease and then woken (its producer may still append what it held), next to a steady one, during one run.
      */
-    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
-            + " run, for CI time")
     @Test
     void idempotent_mode_keeps_order_through_a_kill_and_a_pause_between_ack_and_mark() throws Exception {
         String url = db.server().jdbcUrl();
@@ -361,8 +356,6 @@ class ScaleOutIT {
         }
     }
 
-    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
-            + " run, for CI time")
     @Test
     void relays_added_and_removed_during_the_run_rebalance_without_loss_or_reordering() throws Exception {
         JvmProcess first = relay("first", LANES);
@@ -389,8 +382,6 @@ class ScaleOutIT {
         }
     }
 
-    @DisabledIf(value = "cursorProgress", disabledReason = "on the cursor model only the kill and the pause scenarios"
-            + " run, for CI time")
     @Test
     void a_relay_cut_off_from_postgresql_past_its_lease_loses_its_lanes_and_nothing_else() throws Exception {
         TestPostgres pg = db.server();
