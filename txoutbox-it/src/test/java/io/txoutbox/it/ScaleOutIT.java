@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * the broker's ack and the mark), paused past their lease, cut off from PostgreSQL, added and removed. The history
  * checker decides; takeover times are measured against the lease. One broker for the class, a topic per test (the
  * relays' transactional ids come from each test's own installation, so no test's producers meet another's).
- * On the row-state model (here) and, for the kill and the pause scenarios, on the cursor model
- * ({@link CursorProgressFaultsIT}, which overrides {@link #progress}).
+ * On the row-state model (here) and, every scenario, on the cursor model ({@link CursorProgressFaultsIT}, which
+ * overrides {@link #progress}).
  */
 class ScaleOutIT {
 
@@ -115,7 +115,7 @@ class ScaleOutIT {
         return OutboxSchema.Progress.ROW_STATE;
     }
 
-    /** Scenarios that run on the row-state model only: the cursor model runs the kill and the pause ones. */
+    /** Whether this run is the cursor model's (its duplicates and its zombie's end are bounded differently). */
     boolean cursorProgress() {
         return progress() == OutboxSchema.Progress.CURSOR;
     }
