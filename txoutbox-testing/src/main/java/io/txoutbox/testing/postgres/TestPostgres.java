@@ -1,16 +1,25 @@
 package io.txoutbox.testing.postgres;
 
+import io.txoutbox.testing.process.Signals;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,13 +54,19 @@ public final class TestPostgres implements AutoCloseable {
     private final String jdbcUrl;
     private final String user;
     private final String password;
-    private final EmbeddedPostgres embedded;
+    /** How the embedded server was built (its data directory and port included), for {@link #restart}; else null. */
+    private final EmbeddedPostgres.Builder builder;
+    private final File dataDirectory;
+    private EmbeddedPostgres embedded;
     private boolean closed;
 
-    private TestPostgres(String jdbcUrl, String user, String password, EmbeddedPostgres embedded) {
+    private TestPostgres(String jdbcUrl, String user, String password, EmbeddedPostgres.Builder builder,
+            File dataDirectory, EmbeddedPostgres embedded) {
         this.jdbcUrl = jdbcUrl;
         this.user = user;
         this.password = password;
+        this.builder = builder;
+        this.dataDirectory = dataDirectory;
         this.embedded = embedded;
     }
 
@@ -78,7 +93,7 @@ public final class TestPostgres implements AutoCloseable {
             String user = envOr(ENV_JDBC_USER, "postgres");
             String password = envOr(ENV_JDBC_PASSWORD, "");
             log.info("txoutbox-testing: using PostgreSQL from {}: {}", ENV_JDBC_URL, url);
-            return new TestPostgres(url, user, password, null);
+            return new TestPostgres(url, user, password, null, null, null);
         }
         return startEmbedded();
     }
@@ -110,11 +125,17 @@ public final class TestPostgres implements AutoCloseable {
             if (!version.equals(DEFAULT_VERSION)) {
                 builder.setPgBinaryResolver((system, hardware) -> binaries(version, system, hardware));
             }
+            // the data directory is named here and kept by the server's close, so that a restart finds it; this
+            // class deletes it on close (and zonky deletes such directories it finds unlocked and stale)
+            File dataDirectory = new File(workingDirectory(), UUID.randomUUID().toString());
+            builder.setDataDirectory(dataDirectory).setCleanDataDirectory(false)
+                    .setPGStartupWait(Duration.ofMinutes(1));
             EmbeddedPostgres pg = builder.start();
+            builder.setPort(pg.getPort());
             String url = pg.getJdbcUrl("postgres", "postgres");
             log.info("txoutbox-testing: embedded PostgreSQL {} started in {} ms at {}", version,
                     (System.nanoTime() - t0) / 1_000_000, url);
-            return new TestPostgres(url, "postgres", "postgres", pg);
+            return new TestPostgres(url, "postgres", "postgres", builder, dataDirectory, pg);
         } catch (IOException e) {
             throw new UncheckedIOException("could not start embedded PostgreSQL " + version, e);
         }
@@ -199,19 +220,100 @@ public final class TestPostgres implements AutoCloseable {
     }
 
     public boolean isEmbedded() {
-        return embedded != null;
+        return builder != null;
     }
 
-    /** Stops an embedded server (a server from the environment is left alone). Idempotent. */
+    /**
+     * Stops a private embedded server the way a crash does: SIGQUIT to the postmaster, which is
+     * {@code pg_ctl stop -m immediate} — every connection is cut, nothing is checkpointed, and the next
+     * {@link #restart} replays the WAL. Returns when the postmaster has exited.
+     *
+     * @throws IllegalStateException for a server this class did not start, or one not running
+     */
+    public synchronized void crash() {
+        EmbeddedPostgres running = runningEmbedded("crash");
+        long pid = postmasterPid();
+        ProcessHandle postmaster = ProcessHandle.of(pid).orElseThrow(() -> new IllegalStateException(
+                "the postmaster of " + dataDirectory + " (pid " + pid + ") is not running"));
+        Signals.send(pid, "QUIT");
+        try {
+            postmaster.onExit().get(60, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("the postmaster (pid " + pid + ") did not exit within 60 s of SIGQUIT", e);
+        }
+        embedded = null;
+        try {
+            running.close(); // its pg_ctl stop finds no server (and logs so); this releases its lock on the directory
+        } catch (IOException e) {
+            log.warn("txoutbox-testing: releasing the crashed server's data directory failed", e);
+        }
+        log.info("txoutbox-testing: embedded PostgreSQL on port {} crashed (immediate shutdown)", port());
+    }
+
+    /**
+     * Starts a server stopped by {@link #crash} again: the same data directory, port and settings. Returns once it
+     * accepts connections, after its crash recovery.
+     */
+    public synchronized void restart() {
+        if (builder == null || closed) {
+            throw new IllegalStateException("restart needs an embedded server of this class that is not closed");
+        }
+        if (embedded != null) {
+            throw new IllegalStateException("the server on port " + port() + " is running: crash() it first");
+        }
+        long t0 = System.nanoTime();
+        // zonky deletes unlocked data directories whose lock file is ten minutes old when a server starts: not this one
+        new File(dataDirectory, "epg-lock").setLastModified(System.currentTimeMillis());
+        try {
+            embedded = builder.start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not restart embedded PostgreSQL in " + dataDirectory, e);
+        }
+        log.info("txoutbox-testing: embedded PostgreSQL restarted on port {} in {} ms", port(),
+                (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    private EmbeddedPostgres runningEmbedded(String action) {
+        if (builder == null || closed) {
+            throw new IllegalStateException(action + " needs an embedded server of this class that is not closed");
+        }
+        if (embedded == null) {
+            throw new IllegalStateException("the server on port " + port() + " is not running");
+        }
+        return embedded;
+    }
+
+    private long postmasterPid() {
+        try {
+            return Long.parseLong(Files.readAllLines(dataDirectory.toPath().resolve("postmaster.pid")).get(0).strip());
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not read the postmaster's pid in " + dataDirectory, e);
+        }
+    }
+
+    /** Stops an embedded server and deletes its data (a server from the environment is left alone). Idempotent. */
     @Override
     public synchronized void close() {
-        if (embedded != null && !closed) {
+        if (builder != null && !closed) {
             closed = true;
-            try {
-                embedded.close();
+            if (embedded != null) {
+                try {
+                    embedded.close();
+                } catch (IOException e) {
+                    log.warn("txoutbox-testing: embedded PostgreSQL did not stop cleanly", e);
+                }
+            }
+            try (Stream<Path> files = Files.walk(dataDirectory.toPath())) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             } catch (IOException e) {
-                log.warn("txoutbox-testing: embedded PostgreSQL did not stop cleanly", e);
+                log.warn("txoutbox-testing: could not delete {}", dataDirectory, e);
             }
         }
+    }
+
+    /** Where zonky puts its data directories: {@code ot.epg.working-dir}, else {@code <tmp>/embedded-pg}. */
+    private static File workingDirectory() {
+        return new File(System.getProperty("ot.epg.working-dir",
+                new File(System.getProperty("java.io.tmpdir"), "embedded-pg").getPath()));
     }
 }

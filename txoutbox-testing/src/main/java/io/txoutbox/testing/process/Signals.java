@@ -5,13 +5,14 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 
-/** Sends POSIX signals Java has no API for (STOP, CONT) through {@code kill(1)}. */
-final class Signals {
+/** Sends POSIX signals Java has no API for (STOP, CONT, QUIT) through {@code kill(1)}. */
+public final class Signals {
 
     private Signals() {
     }
 
-    static void send(long pid, String signal) {
+    /** Sends {@code signal} (a name without {@code SIG}: {@code STOP}, {@code QUIT}) to process {@code pid}. */
+    public static void send(long pid, String signal) {
         Process kill;
         try {
             kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).redirectErrorStream(true).start();
