@@ -2,6 +2,7 @@ package io.txoutbox.it;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.progress.ProgressModels;
 import io.txoutbox.testing.history.Delivery;
@@ -60,7 +61,16 @@ final class ItSupport {
 
     /** The default outbox table in the database's schema, on {@code progress}, migrated. */
     static OutboxSchema schema(TestDatabase db, OutboxSchema.Progress progress) {
-        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).progress(progress).build();
+        return schema(db, progress, null);
+    }
+
+    /**
+     * The default outbox table in the database's schema, on {@code progress}, partitioned by {@code period} (3
+     * periods ahead, as {@link RelayProcessMain} builds it; {@code null}: a plain table), migrated.
+     */
+    static OutboxSchema schema(TestDatabase db, OutboxSchema.Progress progress, OutboxPartitioning.Period period) {
+        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).progress(progress)
+                .partitioned(period == null ? null : new OutboxPartitioning(period, 3)).build();
         schema.migrate(db.dataSource());
         return schema;
     }

@@ -1,5 +1,6 @@
 package io.txoutbox.it;
 
+import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.RetryPolicy;
@@ -12,20 +13,26 @@ import org.postgresql.ds.PGSimpleDataSource;
  * bootstrapServers [lanes] [batchSize] [leaseMs] [expectedLanes] [transport mode]. Prints {@code RELAY-OWNS-ALL-LANES} once it works
  * {@code expectedLanes} lanes (default: all). The outbox's progress model comes from the system property
  * {@value #PROGRESS} ({@code ROW_STATE} or {@code CURSOR}, default {@code ROW_STATE}): the test's own schema object
- * must be on the same one.
+ * must be on the same one, and on the partitioning {@value #PARTITIONING} names (3 periods ahead).
  */
 public final class RelayProcessMain {
 
     /** The system property naming the outbox's {@link OutboxSchema.Progress} (the setting of the same name). */
     static final String PROGRESS = "txoutbox.schema.progress";
+    /** The system property naming the outbox's partitioning period ({@code DAY}, ...; unset: a plain table). */
+    static final String PARTITIONING = "txoutbox.schema.partitioning.period";
 
     public static void main(String[] args) throws Exception {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setURL(args[0]);
         ds.setUser(args[1]);
         ds.setPassword(args[2]);
+        String period = System.getProperty(PARTITIONING, "");
         OutboxSchema schema = OutboxSchema.builder().schema(args[3])
-                .progress(OutboxSchema.Progress.valueOf(System.getProperty(PROGRESS, "ROW_STATE"))).build();
+                .progress(OutboxSchema.Progress.valueOf(System.getProperty(PROGRESS, "ROW_STATE")))
+                .partitioned(period.isEmpty() ? null
+                        : new OutboxPartitioning(OutboxPartitioning.Period.valueOf(period), 3))
+                .build();
         int lanes = args.length > 5 ? Integer.parseInt(args[5]) : 2;
         int batchSize = args.length > 6 ? Integer.parseInt(args[6]) : 200;
         long leaseMs = args.length > 7 ? Long.parseLong(args[7]) : 10_000;
