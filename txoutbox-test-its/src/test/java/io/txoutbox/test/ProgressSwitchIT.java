@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
+import io.txoutbox.OutboxHealth;
 import io.txoutbox.OutboxMessage;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.OutboxStatus;
@@ -101,7 +102,19 @@ class ProgressSwitchIT {
         write(rows, 10);
         assertThat(unpublished()).as("the unpublished events, on cursors").isEqualTo(10);
         try (PollingRelay refused = relay(rows)) {
-            await().atMost(WAIT).until(() -> refused.stats().loopErrors() >= 4);
+            // a configuration no retry mends: the relay stops once, says why and how to fix it, and health shows it
+            await().atMost(WAIT).until(() -> refused.failure().isPresent());
+            assertThat(refused.failure().orElseThrow().getMessage()).contains("schema.progress=CURSOR")
+                    .contains("convertProgressToRowState");
+            long errors = refused.stats().loopErrors();
+            Thread.sleep(1_000); // long enough for several error backoffs (100 ms, doubling) of a lane that retried
+            assertThat(refused.stats().loopErrors()).as("no lane goes on retrying").isEqualTo(errors)
+                    .isLessThanOrEqualTo(4);
+            assertThat(refused.lanes()).as("every lane let go of its lease").isEmpty();
+            OutboxHealth.Result health = OutboxHealth.builder().dataSource(db.dataSource()).schema(rows)
+                    .relay(refused).build().check();
+            assertThat(health.up()).isFalse();
+            assertThat(health.reasons()).anyMatch(r -> r.contains("convertProgressToRowState"));
             assertThat(refused.stats().published()).as("a row-state relay on a table with cursors sends nothing")
                     .isZero();
         }
