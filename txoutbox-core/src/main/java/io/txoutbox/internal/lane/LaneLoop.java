@@ -1,6 +1,7 @@
 package io.txoutbox.internal.lane;
 
 import io.txoutbox.internal.BackendCheck;
+import io.txoutbox.internal.Misconfigured;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.AdvisoryLocks;
 import java.sql.Connection;
@@ -229,11 +230,15 @@ public final class LaneLoop implements Runnable {
 
     private void failed(Throwable t) {
         boolean mismatch = BackendCheck.isMismatch(t);
-        boolean fatal = mismatch || Privileges.isDenied(t);
+        Misconfigured misconfigured = Misconfigured.in(t);
+        boolean fatal = mismatch || misconfigured != null || Privileges.isDenied(t);
         work.failed(t, fatal);
         if (mismatch) {
             // configuration, not a fault: another cycle runs behind the same pooler
             log.error("{} {}: the lane stops: {}", name, laneId, BackendCheck.message(t));
+        } else if (misconfigured != null) {
+            // the component says why, once, for all its lanes
+            log.debug("{} {}: the lane stops: {}", name, laneId, misconfigured.getMessage());
         } else if (fatal) {
             // not worth a retry: the next cycle meets the same missing grant (the component says which)
             log.error("{} {}: permission denied, the lane stops: {}", name, laneId, t.toString());

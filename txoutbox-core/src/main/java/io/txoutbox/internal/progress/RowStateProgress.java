@@ -1,7 +1,7 @@
 package io.txoutbox.internal.progress;
 
-import io.txoutbox.OutboxException;
 import io.txoutbox.internal.Defects;
+import io.txoutbox.internal.Misconfigured;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.pg.EventState;
@@ -70,10 +70,10 @@ final class RowStateProgress implements ProgressModel {
                 boolean cursors = ProgressConversion.hasCursors(c, schema);
                 c.commit();
                 if (cursors) {
-                    throw new OutboxException(schema + " has relay cursors: its relays ran with schema.progress=CURSOR,"
+                    throw new Misconfigured(schema + " has relay cursors: its relays ran with schema.progress=CURSOR,"
                             + " and this one runs with ROW_STATE, which would send every event the cursors published "
                             + "again. Run every relay of the table with the same schema.progress, or, to go back to "
-                            + "ROW_STATE, stop them and run OutboxSchema.convertProgressToRowState first", null, false);
+                            + "ROW_STATE, stop them and run OutboxSchema.convertProgressToRowState first");
                 }
                 checked = true;
             }

@@ -6,6 +6,7 @@ import io.txoutbox.PollingRelay;
 import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.BackendCheck;
+import io.txoutbox.internal.Misconfigured;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.RelayStatements;
@@ -224,6 +225,12 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
         if (BackendCheck.isMismatch(cause)) {
             stopAll(new OutboxException("relay '" + config.name() + "' stopped: " + BackendCheck.message(cause),
                     cause, false));
+            return;
+        }
+        Misconfigured misconfigured = Misconfigured.in(cause);
+        if (misconfigured != null) {
+            stopAll(new OutboxException("relay '" + config.name() + "' stopped: " + misconfigured.getMessage(),
+                    misconfigured, false));
             return;
         }
         List<String> missing = List.of();
