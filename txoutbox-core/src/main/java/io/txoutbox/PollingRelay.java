@@ -19,7 +19,7 @@ import javax.sql.DataSource;
  *         .transport(KafkaTransport.builder().bootstrapServers("kafka:9092").build())
  *         .build();
  * relay.start();
- * Outbox outbox = Outbox.builder().afterPublish(relay::nudge).build();   // wake it right after writes
+ * Outbox outbox = Outbox.builder().nudge(relay).build();   // wake its lanes of the written shards right after writes
  * ...
  * relay.close();
  * }</pre>
@@ -58,6 +58,15 @@ public interface PollingRelay extends AutoCloseable {
 
     /** Wakes the lanes now (call after a commit that wrote events); cheap, never blocks. */
     void nudge();
+
+    /**
+     * Wakes only the lane that works {@code shard} (an outbox row's {@code shard} column), letting the others sleep
+     * on: what {@link Outbox.Builder#nudge(PollingRelay)} calls for the shards a publish wrote. Cheap, never blocks;
+     * a shard outside the schema's wakes every lane.
+     */
+    default void nudge(int shard) {
+        nudge();
+    }
 
     /** Counters since start. */
     RelayStats stats();

@@ -5,6 +5,7 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxMessage;
+import io.txoutbox.PollingRelay;
 import io.txoutbox.Payload;
 import io.txoutbox.internal.pg.PgErrors;
 import io.txoutbox.internal.pg.WriterStatements;
@@ -29,11 +30,14 @@ public final class DefaultOutbox implements Outbox {
     private final OutboxConfig config;
     private final WriterStatements sql;
     private final Runnable afterPublish;
+    /** The in-process relay whose lanes of the written shards a publish nudges, or null. */
+    private final PollingRelay relay;
 
-    public DefaultOutbox(OutboxConfig config, Runnable afterPublish) {
+    public DefaultOutbox(OutboxConfig config, Runnable afterPublish, PollingRelay relay) {
         this.config = config;
         this.sql = new WriterStatements(config.schema(), MAX_ROWS_PER_STATEMENT);
         this.afterPublish = afterPublish;
+        this.relay = relay;
         log.info("txoutbox-outbox: writer ready on {}, serializer {}: {}", config.schema(),
                 config.serializer().getClass().getSimpleName(), OutboxConfig.DESCRIPTOR.describe(config));
     }
@@ -67,6 +71,9 @@ public final class DefaultOutbox implements Outbox {
         if (config.notifyOnPublish()) {
             notifyRelay(connection);
         }
+        if (relay != null) {
+            nudgeShards(rows);
+        }
         if (afterPublish != null) {
             try {
                 afterPublish.run();
@@ -98,6 +105,28 @@ public final class DefaultOutbox implements Outbox {
                         + " in one publish call, at messages[" + earlier + "] and messages[" + i + "]: every event"
                         + " needs its own id (leave eventId unset and a UUIDv7 is made). Nothing was written.");
             }
+        }
+    }
+
+    /** Nudges the relay's lane of each shard written, once per shard (a few at most: a publish is a few rows). */
+    private void nudgeShards(List<Row> rows) {
+        int shards = config.schema().shards();
+        try {
+            if (rows.size() == 1) {
+                OutboxMessage m = rows.get(0).message;
+                relay.nudge(Shards.of(m.key(), m.eventId(), shards));
+                return;
+            }
+            java.util.BitSet nudged = new java.util.BitSet(shards);
+            for (Row r : rows) {
+                int shard = Shards.of(r.message.key(), r.message.eventId(), shards);
+                if (!nudged.get(shard)) {
+                    nudged.set(shard);
+                    relay.nudge(shard);
+                }
+            }
+        } catch (RuntimeException e) {
+            log.warn("txoutbox-outbox: nudging the relay failed; the events are written", e);
         }
     }
 

@@ -275,6 +275,15 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     }
 
     @Override
+    public void nudge(int shard) {
+        if (shard < 0 || shard >= config.schema().shards()) {
+            nudge();
+            return;
+        }
+        lanes.get(shard % lanes.size()).nudge(); // LaneShards: lane index = shard % lanes
+    }
+
+    @Override
     public void nudge() {
         for (Lane lane : lanes) {
             lane.nudge();

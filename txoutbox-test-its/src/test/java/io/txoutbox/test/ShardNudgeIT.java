@@ -1,0 +1,98 @@
+package io.txoutbox.test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.txoutbox.Outbox;
+import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
+import io.txoutbox.PollingRelay;
+import io.txoutbox.internal.Shards;
+import io.txoutbox.testing.postgres.PostgresExtension;
+import io.txoutbox.testing.postgres.TestDatabase;
+import java.sql.Connection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A writer built with {@code Outbox.Builder#nudge(relay)} wakes only the relay lane that works the shard it wrote
+ * ({@code Shards.of}, the table's generated column computed in Java: {@code SchemaMigrationIT}); the other lanes sleep
+ * on, where {@code afterPublish(relay::nudge)} wakes every lane.
+ */
+class ShardNudgeIT {
+
+    @RegisterExtension
+    static final PostgresExtension postgres = new PostgresExtension();
+
+    private static final int LANES = 4;
+
+    @Test
+    void a_publish_wakes_the_lane_of_its_shard_and_no_other() throws Exception {
+        TestDatabase db = postgres.database();
+        OutboxSchema schema = OutboxSchema.builder().schema(db.schema()).outboxTable("nudged").build();
+        schema.migrate(db.dataSource());
+        InMemoryTransport transport = new InMemoryTransport();
+        // a poll interval far beyond the test's waits: a lane that delivers was woken by a nudge
+        try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema)
+                .transport(transport).lanes(LANES).pollInterval(Duration.ofMinutes(5)).build().start()) {
+            await().atMost(Duration.ofSeconds(30)).until(() -> relay.lanes().size() == LANES
+                    && relay.lanes().stream().allMatch(l -> l.lastLoopAt() != null));
+            Outbox targeted = Outbox.builder().schema(schema).nudge(relay).build();
+            for (int lane = 0; lane < LANES; lane++) {
+                String key = keyOfLane(lane, schema.shards());
+                Map<Integer, Instant> before = lastLoops(relay);
+                write(db, targeted, key);
+                transport.awaitDelivered(r -> key.equals(r.key()), 1, Duration.ofSeconds(30));
+                Thread.sleep(300); // the woken lane's look again soon after the nudge, then its long sleep
+                Map<Integer, Instant> after = lastLoops(relay);
+                for (int other = 0; other < LANES; other++) {
+                    if (other == lane) {
+                        assertThat(after.get(other)).as("lane %d, woken", other).isAfter(before.get(other));
+                    } else {
+                        assertThat(after.get(other)).as("lane %d, not the written shard's", other)
+                                .isEqualTo(before.get(other));
+                    }
+                }
+            }
+            // the control: afterPublish(relay::nudge) wakes every lane for the same one event
+            Outbox everyLane = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
+            Map<Integer, Instant> before = lastLoops(relay);
+            write(db, everyLane, keyOfLane(0, schema.shards()));
+            await().atMost(Duration.ofSeconds(30)).until(() -> {
+                Map<Integer, Instant> now = lastLoops(relay);
+                return now.entrySet().stream().allMatch(e -> e.getValue().isAfter(before.get(e.getKey())));
+            });
+            assertThat(transport.delivered()).hasSize(LANES + 1);
+        }
+    }
+
+    private static String keyOfLane(int lane, int shards) {
+        for (int i = 0; ; i++) {
+            String key = "key-" + i;
+            if (Shards.of(key, null, shards) % LANES == lane) {
+                return key;
+            }
+        }
+    }
+
+    private static void write(TestDatabase db, Outbox outbox, String key) throws Exception {
+        try (Connection c = db.connect()) {
+            c.setAutoCommit(false);
+            outbox.publish(c, OutboxMessage.builder().topic("orders").key(key).aggregate("Order", key)
+                    .eventType("Placed").jsonPayload("{}").build());
+            c.commit();
+        }
+    }
+
+    private static Map<Integer, Instant> lastLoops(PollingRelay relay) {
+        Map<Integer, Instant> loops = new HashMap<>();
+        for (PollingRelay.LaneStatus l : relay.lanes()) {
+            loops.put(l.lane(), l.lastLoopAt());
+        }
+        return loops;
+    }
+}
