@@ -110,6 +110,15 @@ public record OutboxSchema(String schema, String outboxTable, int shards, Outbox
         return new Builder();
     }
 
+    /**
+     * The shard the outbox table gives {@code message}'s row — its generated {@code shard} column, computed here the
+     * same way: the first 4 bytes of the MD5 of its key (of its event id when it has none), modulo {@link #shards()}.
+     * A relay lane works the shards {@code shard % lanes == lane} ({@link PollingRelay#nudge(int)}).
+     */
+    public int shardOf(OutboxMessage message) {
+        return io.txoutbox.internal.Shards.of(message.key(), message.eventId(), shards);
+    }
+
     /** Whether the outbox table is time-partitioned ({@link Builder#partitioned}). */
     public boolean isPartitioned() {
         return partitioning != null;

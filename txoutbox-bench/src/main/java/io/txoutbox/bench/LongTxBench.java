@@ -61,7 +61,7 @@ final class LongTxBench implements Callable<Integer> {
         double holdTo = holdFrom + during;
         try (BenchEnv env = new BenchEnv(common);
              SteadyRun run = new SteadyRun(env, gen, "longtx_" + rate, rate, total, writers)) {
-            run.start(lanes, batch, RelayConfig.DEFAULT_LINGER);
+            run.start(lanes, batch, RelayConfig.DEFAULT_LINGER, true);
             List<String> probes = new ArrayList<>();
             sleepUntil(run, holdFrom);
             probes.add("end of before: " + run.claimProbe(lanes, batch));

@@ -114,7 +114,7 @@ final class SpringPublishCallBench implements Callable<Integer> {
             Outbox outbox = Outbox.builder().schema(schema).payloadSerializer(new JacksonPayloadSerializer()).build();
             TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(ds));
             AtomicLong wakeUps = new AtomicLong();
-            OutboxEventPublisher spring = new SpringOutboxEventPublisher(ds, outbox, wakeUps::incrementAndGet, null);
+            OutboxEventPublisher spring = new SpringOutboxEventPublisher(ds, outbox, shard -> wakeUps.incrementAndGet(), null);
             Side plain = (events, keys, tally) -> {
                 long b = System.nanoTime();
                 try (Connection c = ds.getConnection()) {

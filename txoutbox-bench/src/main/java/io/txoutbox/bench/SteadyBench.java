@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -58,6 +59,12 @@ final class SteadyBench implements Callable<Integer> {
     @Option(names = "--linger", defaultValue = "0", description = "relay linger in ms, the relay.linger setting (default ${DEFAULT-VALUE})")
     long lingerMs;
 
+    @Option(names = "--nudge", split = ",", defaultValue = "shard",
+            description = "how a publish wakes the relay: shard (Outbox.Builder#nudge(relay), the lane of the written "
+                    + "shard) or all (afterPublish(relay::nudge), every lane); a list alternates, like --progress "
+                    + "(default ${DEFAULT-VALUE})")
+    List<String> nudges;
+
     @Override
     public Integer call() throws Exception {
         Events gen = new Events(common.keys, common.payloadBytes);
@@ -70,17 +77,27 @@ final class SteadyBench implements Callable<Integer> {
                     "claim at end");
             Stats.Table summary = CostReport.summaryTable("target events/s, progress");
             List<Progress> models = progress.models;
-            for (int k = 0; k < rates.size() * models.size(); k++) {
-                // each rate once per model, the models' order alternating from rate to rate: a rate repeated
+            for (String n : nudges) {
+                if (!n.equals("shard") && !n.equals("all")) {
+                    throw new CommandLine.ParameterException(spec.commandLine(),
+                            "--nudge takes shard or all (a comma-separated list alternates), not '" + n + "'");
+                }
+            }
+            int variants = models.size() * nudges.size();
+            for (int k = 0; k < rates.size() * variants; k++) {
+                // each rate once per model and nudge, their order rotating from rate to rate: a rate repeated
                 // (--rates 1000,1000,1000) makes rounds
-                int rate = rates.get(k / models.size());
-                Progress model = models.get((k + k / models.size()) % models.size());
+                int rate = rates.get(k / variants);
+                int v = (k + k / variants) % variants;
+                Progress model = models.get(v % models.size());
+                String nudge = nudges.get(v / models.size());
                 String id = "st" + (k + 1) + "_" + rate;
                 log.info("steady: {} events/s for {} s (+{} s warm-up), {} writers, relay lanes={} batch={} linger={}ms"
-                        + " progress={}", rate, duration, warmup, writers, lanes, batch, lingerMs, model.label());
+                        + " progress={} nudge={}", rate, duration, warmup, writers, lanes, batch, lingerMs,
+                        model.label(), nudge);
                 try (SteadyRun run = new SteadyRun(env, gen, id, rate, warmup + duration, writers);
                      AutoCloseable in = model.use(run.schema())) { // the relay, built in start(), takes it
-                    run.start(lanes, batch, java.time.Duration.ofMillis(lingerMs));
+                    run.start(lanes, batch, java.time.Duration.ofMillis(lingerMs), nudge.equals("shard"));
                     run.awaitElapsed(warmup);
                     if (analyze) {
                         env.execute("ANALYZE " + run.schema().qualifiedOutboxTable());
@@ -92,7 +109,7 @@ final class SteadyBench implements Callable<Integer> {
                     // no wait for the table counters: both ends lag by about the same second of work
                     CostReport cost = cw.close(s1.published() - s0.published(), s1.batches() - s0.batches(), -1, -1,
                             0);
-                    String label = rate + " events/s, progress=" + model.label();
+                    String label = rate + " events/s, progress=" + model.label() + ", nudge=" + nudge;
                     costs.add("\n### what the relay cost at " + label + " (the measured " + duration
                             + " s; µs per event the relay published)\n");
                     costs.addAll(cost.lines());
@@ -108,7 +125,7 @@ final class SteadyBench implements Callable<Integer> {
                     String probe = run.claimProbe(lanes, batch);
                     // by commit time; a pool that falls behind commits after the schedule's end: count those too
                     SteadyRun.Window w = run.window(warmup, Math.max(warmup + duration, run.lastCommit()));
-                    t.row(rate, model.label(), Stats.fmt(w.achievedRate()), w.committed(), w.undelivered(), Stats.ms(w.p(50)),
+                    t.row(rate, model.label() + ", nudge " + nudge, Stats.fmt(w.achievedRate()), w.committed(), w.undelivered(), Stats.ms(w.p(50)),
                             Stats.ms(w.p(90)), Stats.ms(w.p(99)), Stats.ms(w.p(99.9)), Stats.ms(w.max()),
                             Stats.ms(w.lagP(99)), probe);
                     log.info("steady {}: p50 {} p99 {} max {} ms, errors {}, bad timestamps {}, {}", label,

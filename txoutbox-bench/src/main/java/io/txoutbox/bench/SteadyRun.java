@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * An open-loop steady run: writer threads commit one event per transaction at fixed slots ({@code t0 + i / rate},
- * whether or not earlier ones finished), the relay runs in the same JVM and is nudged by {@code afterPublish}, and a
+ * whether or not earlier ones finished), the relay runs in the same JVM and is nudged by the writers' outbox, and a
  * read_committed consumer takes the broker's append time of every record (topic with
  * {@code message.timestamp.type=LogAppendTime}). Latency of an event = append time − wall-clock time when its
  * writer's {@code commit()} returned.
@@ -80,14 +80,19 @@ final class SteadyRun implements AutoCloseable {
         return schema;
     }
 
-    /** Starts relay, consumer and writers; returns the schedule's start (nanoTime). */
-    long start(int lanes, int batchSize, java.time.Duration linger) throws Exception {
+    /**
+     * Starts relay, consumer and writers; returns the schedule's start (nanoTime). {@code shardNudge}: the writers wake
+     * only the lane of the shard they wrote ({@code Outbox.Builder#nudge(relay)}); else every lane
+     * ({@code afterPublish(relay::nudge)}).
+     */
+    long start(int lanes, int batchSize, java.time.Duration linger, boolean shardNudge) throws Exception {
         relay = PollingRelay.builder().dataSource(env.relayDataSource())
                 .transport(KafkaTransports.create(env.bootstrapServers(), ProducerSettings.effective(env.options()),
                         env.options()))
                 .schema(schema).name("bench-" + topic).lanes(lanes).batchSize(batchSize).linger(linger).build().start();
         RelayWarmUp.run(env, relay, schema, gen, topic + "-warm");
-        return startWriters(Outbox.builder().schema(schema).afterPublish(relay::nudge).build());
+        Outbox.Builder outbox = Outbox.builder().schema(schema);
+        return startWriters((shardNudge ? outbox.nudge(relay) : outbox.afterPublish(relay::nudge)).build());
     }
 
     /**

@@ -5,6 +5,7 @@ import io.txoutbox.Outbox;
 import io.txoutbox.OutboxConfig;
 import io.txoutbox.OutboxException;
 import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
 import io.txoutbox.PollingRelay;
 import io.txoutbox.Payload;
 import io.txoutbox.internal.pg.PgErrors;
@@ -110,16 +111,15 @@ public final class DefaultOutbox implements Outbox {
 
     /** Nudges the relay's lane of each shard written, once per shard (a few at most: a publish is a few rows). */
     private void nudgeShards(List<Row> rows) {
-        int shards = config.schema().shards();
+        OutboxSchema schema = config.schema();
         try {
             if (rows.size() == 1) {
-                OutboxMessage m = rows.get(0).message;
-                relay.nudge(Shards.of(m.key(), m.eventId(), shards));
+                relay.nudge(schema.shardOf(rows.get(0).message));
                 return;
             }
-            java.util.BitSet nudged = new java.util.BitSet(shards);
+            java.util.BitSet nudged = new java.util.BitSet(schema.shards());
             for (Row r : rows) {
-                int shard = Shards.of(r.message.key(), r.message.eventId(), shards);
+                int shard = schema.shardOf(r.message);
                 if (!nudged.get(shard)) {
                     nudged.set(shard);
                     relay.nudge(shard);

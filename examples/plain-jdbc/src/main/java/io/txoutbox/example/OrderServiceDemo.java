@@ -103,7 +103,7 @@ public final class OrderServiceDemo {
                 .build()
                 .start();
         say("relay started, Kafka transport mode %s", o.mode);
-        Outbox outbox = Outbox.builder().schema(schema).afterPublish(relay::nudge).build();
+        Outbox outbox = Outbox.builder().schema(schema).nudge(relay).build();
         OrderService service = new OrderService(outbox);
         warmUp(ds, outbox, relay);
 

@@ -115,7 +115,7 @@ public class TxoutboxAutoConfiguration {
             ObjectProvider<RelayLifecycle> relay, ObjectProvider<TraceHeaders> trace) {
         RelayLifecycle lifecycle = relay.getIfAvailable();
         return new SpringOutboxEventPublisher(outboxDataSource(beans), outbox,
-                lifecycle == null ? null : lifecycle::nudge, trace.getIfAvailable());
+                lifecycle == null ? null : (java.util.function.IntConsumer) lifecycle::nudge, trace.getIfAvailable());
     }
 
     @Bean

@@ -2,7 +2,7 @@ package io.txoutbox.spring.internal;
 
 import io.txoutbox.PollingRelay;
 
-/** The relay as a lifecycle bean ({@link ComponentLifecycle}); publishers nudge it after their commits. */
+/** The relay as a lifecycle bean ({@link ComponentLifecycle}); publishers nudge the lanes of the shards they wrote after their commits. */
 public final class RelayLifecycle extends ComponentLifecycle<PollingRelay> {
 
     public RelayLifecycle(PollingRelay relay, AutoCloseable pool) {
@@ -11,5 +11,12 @@ public final class RelayLifecycle extends ComponentLifecycle<PollingRelay> {
 
     public PollingRelay relay() {
         return component();
+    }
+
+    /** Wakes the lane of {@code shard} (after a commit that wrote to it); nothing before start or after stop. */
+    public void nudge(int shard) {
+        if (isRunning()) {
+            component().nudge(shard);
+        }
     }
 }

@@ -2,15 +2,18 @@ package io.txoutbox.spring.internal;
 
 import io.txoutbox.Outbox;
 import io.txoutbox.OutboxMessage;
+import io.txoutbox.OutboxSchema;
 import io.txoutbox.spring.AggregateEvent;
 import io.txoutbox.spring.OutboxEventPublisher;
 import java.sql.Connection;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.function.IntConsumer;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -25,14 +28,16 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
 
     private final DataSource dataSource;
     private final Outbox outbox;
-    private final Runnable afterCommit;
+    private final IntConsumer afterCommit;
     private final TraceHeaders trace;
 
     /**
-     * {@code afterCommit}: run once after each transaction that published commits (the relay's nudge), or null;
-     * {@code trace}: adds the current trace context to each event's headers, or null.
+     * {@code afterCommit}: run after each transaction that published commits, once for each shard it wrote (the
+     * relay's nudge of that shard's lane), or null; {@code trace}: adds the current trace context to each event's
+     * headers, or null.
      */
-    public SpringOutboxEventPublisher(DataSource dataSource, Outbox outbox, Runnable afterCommit, TraceHeaders trace) {
+    public SpringOutboxEventPublisher(DataSource dataSource, Outbox outbox, IntConsumer afterCommit,
+            TraceHeaders trace) {
         this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
         this.outbox = Objects.requireNonNull(outbox, "outbox");
         this.afterCommit = afterCommit;
@@ -80,8 +85,16 @@ public final class SpringOutboxEventPublisher implements OutboxEventPublisher {
                 throw new IllegalStateException(notInTransaction("the transaction in progress is not on the outbox's "
                         + "DataSource (another transaction manager or another DataSource)"));
             }
-            List<UUID> ids = outbox.publish(connection, traced(messages));
-            AfterCommit.once(this, afterCommit);
+            List<OutboxMessage> traced = traced(messages);
+            List<UUID> ids = outbox.publish(connection, traced);
+            if (afterCommit != null) {
+                OutboxSchema schema = outbox.config().schema();
+                BitSet shards = new BitSet(schema.shards());
+                for (OutboxMessage m : traced) {
+                    shards.set(schema.shardOf(m));
+                }
+                AfterCommit.shards(this, afterCommit, shards);
+            }
             return ids;
         } finally {
             DataSourceUtils.releaseConnection(connection, dataSource);
