@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * The broker process stops for longer than the producer's delivery timeout while 20 writers keep writing on 200 keys
  * and the transport also fails random records: nothing is lost, no key goes out of order, no relay transaction
  * stays open beyond the bound, and the outage shows on the rows. On the row-state model (here) and on the cursor
- * model ({@link CursorBrokerOutageIT}, which overrides {@link #progress}).
+ * model ({@link BrokerOutageCursorIT}, which overrides {@link #progress}).
  */
 class BrokerOutageIT {
 

@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * set, not equal to what had reached the topic before the crash); the writers' transactions in flight fail or commit,
  * as the ledger tells; the history checker finds nothing lost, nothing
  * phantom, no key out of order. On the row-state model (here) and on the cursor model, plain and partitioned
- * ({@link CursorPostgresRestartIT}, {@link CursorPartitionedPostgresRestartIT}).
+ * ({@link PostgresRestartCursorIT}, {@link PostgresRestartCursorPartitionedIT}).
  */
 class PostgresRestartIT {
 

@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The relay as a separate JVM, SIGKILLed by its own hook in the window between the broker's ack and the mark. On the
- * row-state model (here) and on the cursor model ({@link CursorRelayCrashIT}, which overrides {@link #progress}).
+ * row-state model (here) and on the cursor model ({@link RelayCrashCursorIT}, which overrides {@link #progress}).
  */
 class RelayCrashIT {
 

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * the broker's ack and the mark), paused past their lease, cut off from PostgreSQL, added and removed. The history
  * checker decides; takeover times are measured against the lease. One broker for the class, a topic per test (the
  * relays' transactional ids come from each test's own installation, so no test's producers meet another's).
- * On the row-state model (here) and, every scenario, on the cursor model ({@link CursorScaleOutIT}, which
+ * On the row-state model (here) and, every scenario, on the cursor model ({@link ScaleOutCursorIT}, which
  * overrides {@link #progress}).
  */
 class ScaleOutIT {

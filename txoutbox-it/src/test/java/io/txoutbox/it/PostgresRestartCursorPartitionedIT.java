@@ -8,7 +8,7 @@ import io.txoutbox.OutboxSchema;
  * settlement read across partitions.
  * The fault tests of the cursor model are classes of their own so that the build's two test JVMs share them out.
  */
-class CursorPartitionedPostgresRestartIT extends PostgresRestartIT {
+class PostgresRestartCursorPartitionedIT extends PostgresRestartIT {
 
     @Override
     OutboxSchema.Progress progress() {

@@ -8,7 +8,7 @@ import io.txoutbox.OutboxSchema;
  * the progress had not recorded.
  * The fault tests of the cursor model are classes of their own so that the build's two test JVMs share them out.
  */
-class CursorScaleOutIT extends ScaleOutIT {
+class ScaleOutCursorIT extends ScaleOutIT {
 
     @Override
     OutboxSchema.Progress progress() {
