@@ -98,9 +98,10 @@ public interface Outbox {
         /**
          * After each successful publish, nudges the lanes of this in-process relay that work the shards the publish
          * wrote ({@link PollingRelay#nudge(int)}), so it polls soon; its other lanes sleep on. Preferred over
-         * {@code afterPublish(relay::nudge)}, which wakes every lane for every publish: at a steady rate each woken lane
-         * runs a claim, and most find nothing (BENCHMARKS.md, "Nudging the written shards' lanes"). Runs before the
-         * caller commits, like {@link #afterPublish}; the relay's schema must be this outbox's.
+         * {@code afterPublish(relay::nudge)}, which wakes every lane for every publish, each of which then claims:
+         * measured at 1,000 events/s, the same relay CPU per event, fewer claims that find nothing and a lower p99
+         * (BENCHMARKS.md, "Nudging the written shards' lanes"). Runs before the caller commits, like
+         * {@link #afterPublish}; the relay's schema must be this outbox's.
          */
         public Builder nudge(PollingRelay relay) {
             this.relay = relay;
