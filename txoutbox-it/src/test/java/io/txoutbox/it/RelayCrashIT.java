@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.txoutbox.Outbox;
+import io.txoutbox.OutboxPartitioning;
 import io.txoutbox.OutboxSchema;
 import io.txoutbox.testing.history.Delivery;
 import io.txoutbox.testing.history.HistoryAssert;
@@ -30,7 +31,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The relay as a separate JVM, SIGKILLed by its own hook in the window between the broker's ack and the mark. On the
- * row-state model (here) and on the cursor model ({@link RelayCrashCursorIT}, which overrides {@link #progress}).
+ * row-state model (here) and on the cursor model, plain and daily-partitioned ({@link RelayCrashCursorIT},
+ * {@link RelayCrashCursorPartitionedIT}, which override {@link #progress} and {@link #partitioning}).
  */
 class RelayCrashIT {
 
@@ -48,12 +50,17 @@ class RelayCrashIT {
         kafka = KafkaBroker.builder().start();
         kafka.createTopic("ledger", 3);
         db = TestPostgres.shared().newDatabase("relay_crash");
-        schema = ItSupport.schema(db, progress());
+        schema = ItSupport.schema(db, progress(), partitioning());
     }
 
     /** The outbox's progress model, for the relay processes and the test's own reads. */
     OutboxSchema.Progress progress() {
         return OutboxSchema.Progress.ROW_STATE;
+    }
+
+    /** The outbox table's partitioning period; {@code null}, a plain table. */
+    OutboxPartitioning.Period partitioning() {
+        return null;
     }
 
     @AfterEach
@@ -64,10 +71,14 @@ class RelayCrashIT {
 
     private JvmProcess.Builder relayProcess() {
         TestPostgres pg = db.server();
-        return JvmProcess.builder(RelayProcessMain.class).name("relay").jvmArgs("-Xmx256m")
+        JvmProcess.Builder relay = JvmProcess.builder(RelayProcessMain.class).name("relay").jvmArgs("-Xmx256m")
                 .systemProperty(RelayProcessMain.PROGRESS, progress().name())
                 .args(pg.jdbcUrl(), pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
                         Integer.toString(LANES), Integer.toString(BATCH));
+        if (partitioning() != null) {
+            relay.systemProperty(RelayProcessMain.PARTITIONING, partitioning().name());
+        }
+        return relay;
     }
 
     /**
