@@ -57,7 +57,14 @@ class SickPartitionIT {
     /** The issue asks for 30 s; 20 s per mode keeps both modes within the suite's budget. */
     private static final Duration WINDOW = Duration.ofSeconds(20);
     private static final int HEALTHY_EVENTS = 500;
-    private static final long P99_LIMIT_MS = 2_000;
+    /**
+     * The healthy events' p99 bound: what it guards against measured 8,777 ms (IDEMPOTENT, every flush waiting the
+     * sick record's delivery timeout) and 47,271 ms with none read (TRANSACTIONAL), against 42–1,376 ms for the fixed
+     * relay on a quiet machine. 2 s until 2026-12-04, when the CI run (two test JVMs in this module beside another
+     * module's) measured 2,559 ms in TRANSACTIONAL mode; that mode's commit per batch alone misses 2 s on a saturated
+     * machine (RELIABILITY.md, "one sick partition").
+     */
+    private static final long P99_LIMIT_MS = 5_000;
     /** The relay's longest outage pause, which is also the longest backoff of a key whose partition is sick. */
     private static final Duration OUTAGE_BACKOFF_MAX = Duration.ofSeconds(2);
     /**
