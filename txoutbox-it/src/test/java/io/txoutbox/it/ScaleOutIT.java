@@ -28,6 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.DisabledIf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -118,6 +119,15 @@ class ScaleOutIT {
     /** Whether this run is the cursor model's (its duplicates and its zombie's end are bounded differently). */
     boolean cursorProgress() {
         return progress() == OutboxSchema.Progress.CURSOR;
+    }
+
+    /**
+     * On the cursor model the build runs the kill and the pause scenarios (SIGKILL and SIGSTOP between ack and mark);
+     * the other four with {@code -Dtxoutbox.it.cursor-scale-out=all}. All six passed on it on 2026-12-04 (03:50, and in
+     * two CI runs, 10:57 and 11:34), but with both models' ScaleOutIT in the suite the CI run reached its 25 minutes.
+     */
+    boolean cursorScenarioSkipped() {
+        return cursorProgress() && !"all".equals(System.getProperty("txoutbox.it.cursor-scale-out"));
     }
 
     private long queryLong(String sql) throws SQLException {
@@ -226,6 +236,8 @@ class ScaleOutIT {
      * Five events per writer transaction (one key, in sequence): the writers' commits, not the relays, pace this run,
      * and the three relays still race over fifty thousand events.
      */
+    @DisabledIf(value = "cursorScenarioSkipped",
+            disabledReason = "on the cursor model with -Dtxoutbox.it.cursor-scale-out=all")
     @Test
     void three_relay_processes_race_over_fifty_thousand_events_without_loss_or_reordering() throws Exception {
         for (int i = 0; i < 3; i++) {
@@ -303,6 +315,8 @@ class ScaleOutIT {
      * Mode.IDEMPOTENT has no producer fencing: a relay killed between ack and mark, and one paused there past its
      * lease and then woken (its producer may still append what it held), next to a steady one, during one run.
      */
+    @DisabledIf(value = "cursorScenarioSkipped",
+            disabledReason = "on the cursor model with -Dtxoutbox.it.cursor-scale-out=all")
     @Test
     void idempotent_mode_keeps_order_through_a_kill_and_a_pause_between_ack_and_mark() throws Exception {
         String url = db.server().jdbcUrl();
@@ -356,6 +370,8 @@ class ScaleOutIT {
         }
     }
 
+    @DisabledIf(value = "cursorScenarioSkipped",
+            disabledReason = "on the cursor model with -Dtxoutbox.it.cursor-scale-out=all")
     @Test
     void relays_added_and_removed_during_the_run_rebalance_without_loss_or_reordering() throws Exception {
         JvmProcess first = relay("first", LANES);
@@ -382,6 +398,8 @@ class ScaleOutIT {
         }
     }
 
+    @DisabledIf(value = "cursorScenarioSkipped",
+            disabledReason = "on the cursor model with -Dtxoutbox.it.cursor-scale-out=all")
     @Test
     void a_relay_cut_off_from_postgresql_past_its_lease_loses_its_lanes_and_nothing_else() throws Exception {
         TestPostgres pg = db.server();
