@@ -49,8 +49,9 @@ public interface PollingRelay extends AutoCloseable {
     /**
      * Why the relay stopped on its own — its role lost a privilege it needs (SQLState 42501), which retrying would not
      * change — with the GRANT statements to run; or its settings contradict the table (a {@code ROW_STATE} relay on a
-     * table whose relays record their progress in cursors), with the fix; or why one of its lanes stopped: another outbox uses the lane's fencing
-     * id (Kafka's {@code transactional.id}), with both sides and the fix. Empty while it runs.
+     * table whose relays record their progress in cursors), with the fix; or why one of its lanes stopped: another
+     * outbox uses the lane's fencing id (Kafka's {@code transactional.id}), with both sides and the fix. Empty while it
+     * runs.
      */
     default java.util.Optional<OutboxException> failure() {
         return java.util.Optional.empty();

@@ -109,14 +109,10 @@ public final class DefaultOutbox implements Outbox {
         }
     }
 
-    /** Nudges the relay's lane of each shard written, once per shard (a few at most: a publish is a few rows). */
+    /** Nudges the relay's lane of each shard written, once per shard. */
     private void nudgeShards(List<Row> rows) {
         OutboxSchema schema = config.schema();
         try {
-            if (rows.size() == 1) {
-                relay.nudge(schema.shardOf(rows.get(0).message));
-                return;
-            }
             java.util.BitSet nudged = new java.util.BitSet(schema.shards());
             for (Row r : rows) {
                 int shard = schema.shardOf(r.message);

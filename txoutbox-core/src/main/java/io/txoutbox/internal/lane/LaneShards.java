@@ -12,11 +12,16 @@ public final class LaneShards {
     private LaneShards() {
     }
 
+    /** The lane of {@code lanes} that works {@code shard}. */
+    public static int laneOf(int shard, int lanes) {
+        return shard % lanes;
+    }
+
     /** The shards of lane {@code index} of {@code lanes}, out of {@code shards}, in order. */
     public static Integer[] of(int shards, int lanes, int index) {
         List<Integer> mine = new ArrayList<>();
         for (int s = 0; s < shards; s++) {
-            if (s % lanes == index) {
+            if (laneOf(s, lanes) == index) {
                 mine.add(s);
             }
         }

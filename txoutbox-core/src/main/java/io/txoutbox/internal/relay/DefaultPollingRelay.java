@@ -7,6 +7,7 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Misconfigured;
+import io.txoutbox.internal.lane.LaneShards;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
 import io.txoutbox.internal.pg.RelayStatements;
@@ -280,7 +281,7 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
             nudge();
             return;
         }
-        lanes.get(shard % lanes.size()).nudge(); // LaneShards: lane index = shard % lanes
+        lanes.get(LaneShards.laneOf(shard, lanes.size())).nudge();
     }
 
     @Override

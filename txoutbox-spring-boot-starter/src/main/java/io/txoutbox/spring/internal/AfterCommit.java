@@ -7,8 +7,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * Runs an action once after the current transaction commits, whatever the number of calls in it: a wake-up for the
- * relay's lanes of the shards a publish wrote, for the inbox worker after a receive. Looked up among the current transaction's
- * synchronizations, so an inner REQUIRES_NEW transaction (whose outer ones are suspended) gets its own.
+ * relay's lanes of the shards a publish wrote, for the inbox worker after a receive. Looked up among the current
+ * transaction's synchronizations, so an inner REQUIRES_NEW transaction (whose outer ones are suspended) gets its own.
  */
 final class AfterCommit {
 
@@ -43,7 +43,8 @@ final class AfterCommit {
                 return;
             }
         }
-        TransactionSynchronizationManager.registerSynchronization(new ShardWake(owner, nudge, (BitSet) shards.clone()));
+        TransactionSynchronizationManager.registerSynchronization(
+                new ShardWake(owner, nudge, (BitSet) shards.clone()));
     }
 
     private record ShardWake(Object owner, IntConsumer nudge, BitSet shards) implements TransactionSynchronization {

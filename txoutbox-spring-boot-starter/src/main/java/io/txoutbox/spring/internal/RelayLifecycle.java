@@ -2,7 +2,10 @@ package io.txoutbox.spring.internal;
 
 import io.txoutbox.PollingRelay;
 
-/** The relay as a lifecycle bean ({@link ComponentLifecycle}); publishers nudge the lanes of the shards they wrote after their commits. */
+/**
+ * The relay as a lifecycle bean ({@link ComponentLifecycle}); publishers nudge the lanes of the shards they wrote after
+ * their commits.
+ */
 public final class RelayLifecycle extends ComponentLifecycle<PollingRelay> {
 
     public RelayLifecycle(PollingRelay relay, AutoCloseable pool) {
