@@ -13,6 +13,8 @@ import io.txoutbox.testing.history.LedgerEntry;
 import io.txoutbox.testing.history.LedgerWriter;
 import io.txoutbox.testing.history.Verifier;
 import io.txoutbox.testing.postgres.TestDatabase;
+import io.txoutbox.testing.postgres.TestPostgres;
+import io.txoutbox.testing.process.JvmProcess;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -34,6 +36,23 @@ final class ItSupport {
                 .eventInserter((c, eventId, key, seq) -> outbox.publish(c, OutboxMessage.builder().eventId(eventId)
                         .topic(topic).aggregate("Key", key).eventType("Seq").aggregateVersion(seq)
                         .jsonPayload("{\"key\":\"" + key + "\",\"seq\":" + seq + "}").build()));
+    }
+
+    /**
+     * A relay process ({@link RelayProcessMain}) on {@code schema}'s outbox in {@code db}, on the schema's progress
+     * model and partitioning, sending to {@code bootstrap} with {@code lanes} lanes of {@code batch} rows.
+     */
+    static JvmProcess.Builder relayProcess(TestDatabase db, OutboxSchema schema, String bootstrap, int lanes,
+            int batch) {
+        TestPostgres pg = db.server();
+        JvmProcess.Builder relay = JvmProcess.builder(RelayProcessMain.class).name("relay").jvmArgs("-Xmx256m")
+                .systemProperty(RelayProcessMain.PROGRESS, schema.progress().name())
+                .args(pg.jdbcUrl(), pg.user(), pg.password(), db.schema(), bootstrap, Integer.toString(lanes),
+                        Integer.toString(batch));
+        if (schema.partitioning() != null) {
+            relay.systemProperty(RelayProcessMain.PARTITIONING, schema.partitioning().period().name());
+        }
+        return relay;
     }
 
     /** Reads the topic to its end and checks it against what the ledger says committed. */

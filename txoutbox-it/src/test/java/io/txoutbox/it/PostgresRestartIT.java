@@ -88,14 +88,8 @@ class PostgresRestartIT {
     void a_postgres_crash_between_broker_ack_and_mark_under_load_loses_nothing_and_resends_only_the_unrecorded()
             throws Exception {
         Outbox outbox = Outbox.builder().schema(schema).build();
-        JvmProcess.Builder relayProcess = JvmProcess.builder(RelayProcessMain.class).name("relay").jvmArgs("-Xmx256m")
-                .systemProperty(RelayProcessMain.PROGRESS, progress().name())
-                .args(pg.jdbcUrl(), pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
-                        Integer.toString(LANES), Integer.toString(BATCH))
+        JvmProcess.Builder relayProcess = ItSupport.relayProcess(db, schema, kafka.bootstrapServers(), LANES, BATCH)
                 .hook(TestHooks.AFTER_ACK_BEFORE_MARK, "stop", 3);
-        if (partitioning() != null) {
-            relayProcess.systemProperty(RelayProcessMain.PARTITIONING, partitioning().name());
-        }
         String pending = ItSupport.pending(schema);
         Set<UUID> unrecorded = new HashSet<>();
         long writerErrors;

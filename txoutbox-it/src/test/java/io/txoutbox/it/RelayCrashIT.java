@@ -70,15 +70,7 @@ class RelayCrashIT {
     }
 
     private JvmProcess.Builder relayProcess() {
-        TestPostgres pg = db.server();
-        JvmProcess.Builder relay = JvmProcess.builder(RelayProcessMain.class).name("relay").jvmArgs("-Xmx256m")
-                .systemProperty(RelayProcessMain.PROGRESS, progress().name())
-                .args(pg.jdbcUrl(), pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
-                        Integer.toString(LANES), Integer.toString(BATCH));
-        if (partitioning() != null) {
-            relay.systemProperty(RelayProcessMain.PARTITIONING, partitioning().name());
-        }
-        return relay;
+        return ItSupport.relayProcess(db, schema, kafka.bootstrapServers(), LANES, BATCH);
     }
 
     /**
