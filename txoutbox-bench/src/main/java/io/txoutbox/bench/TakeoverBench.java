@@ -72,11 +72,11 @@ final class TakeoverBench implements Callable<Integer> {
             List<JvmProcess> relays = new ArrayList<>();
             try {
                 JvmProcess a = JvmProcess.builder(RelayProcessMain.class).name("relay-a").args(relayArgs)
-                        .jvmArgs("-Xmx512m").start();
+                        .jvmArgs("-Xmx512m", "-XX:TieredStopAtLevel=4", "-XX:+UseG1GC").start();
                 relays.add(a);
                 a.awaitLine("RELAY-LANES " + lanes, Duration.ofMinutes(2));
                 JvmProcess b = JvmProcess.builder(RelayProcessMain.class).name("relay-b").args(relayArgs)
-                        .jvmArgs("-Xmx512m").start();
+                        .jvmArgs("-Xmx512m", "-XX:TieredStopAtLevel=4", "-XX:+UseG1GC").start();
                 relays.add(b);
                 b.awaitLine("RELAY-LANES " + (lanes / 2), Duration.ofMinutes(2));
                 log.info("takeover: two relay processes share {} lanes", lanes);

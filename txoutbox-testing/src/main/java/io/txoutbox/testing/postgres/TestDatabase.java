@@ -147,6 +147,7 @@ public final class TestDatabase implements AutoCloseable {
             return;
         }
         closed = true;
+        server.logCost(schema);
         try (Connection c = server.connect(); Statement st = c.createStatement()) {
             st.execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
             for (String role : roles) {

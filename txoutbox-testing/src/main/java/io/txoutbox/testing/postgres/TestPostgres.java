@@ -59,6 +59,10 @@ public final class TestPostgres implements AutoCloseable {
     private final File dataDirectory;
     private EmbeddedPostgres embedded;
     private boolean closed;
+    /** A file each embedded server's cost line is appended to when it stops (the build sets it per module). */
+    public static final String COST_LOG_PROPERTY = "txoutbox.test.postgres.cost-log";
+    private long costSessions;
+    private long costTicks;
 
     private TestPostgres(String jdbcUrl, String user, String password, EmbeddedPostgres.Builder builder,
             File dataDirectory, EmbeddedPostgres embedded) {
@@ -297,6 +301,7 @@ public final class TestPostgres implements AutoCloseable {
         if (builder != null && !closed) {
             closed = true;
             if (embedded != null) {
+                logCost("stop");
                 try {
                     embedded.close();
                 } catch (IOException e) {
@@ -308,6 +313,51 @@ public final class TestPostgres implements AutoCloseable {
             } catch (IOException e) {
                 log.warn("txoutbox-testing: could not delete {}", dataDirectory, e);
             }
+        }
+    }
+
+    /**
+     * Appends what the server cost since the previous line to the file {@value #COST_LOG_PROPERTY} names (the build
+     * sets it per module): the sessions started (each a forked backend) and the CPU of the postmaster with its ended
+     * backends. A backend start is the harness's most expensive step on a machine where fork is slow (25 ms of CPU
+     * per connection on the CI machine), so a test that opens a connection per poll shows here. Called when a
+     * {@link TestDatabase} closes (the label names its schema) and before the server stops.
+     */
+    synchronized void logCost(String label) {
+        String file = System.getProperty(COST_LOG_PROPERTY, "");
+        if (file.isBlank() || embedded == null) {
+            return;
+        }
+        long sessions = -1;
+        try (Connection c = dataSource().getConnection(); java.sql.Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("SELECT sum(sessions) FROM pg_stat_database")) {
+            sessions = rs.next() ? rs.getLong(1) : -1;
+        } catch (SQLException | RuntimeException e) {
+            // at JVM exit the server may be stopping already: the CPU alone
+        }
+        long ticks = -1;
+        try {
+            String pid = Files.readAllLines(dataDirectory.toPath().resolve("postmaster.pid")).get(0).trim();
+            String stat = Files.readString(Path.of("/proc", pid, "stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]) + Long.parseLong(f[13]) + Long.parseLong(f[14]);
+        } catch (IOException | RuntimeException e) {
+            // not Linux: the sessions alone
+        }
+        String line = String.format(Locale.ROOT, "%s PostgreSQL %s port %d: sessions %+d, CPU %+.1f s (total %d, %.1f s)",
+                label, embeddedVersion(), port(), sessions < 0 ? 0 : sessions - costSessions,
+                ticks < 0 ? 0 : (ticks - costTicks) / 100.0, sessions, ticks / 100.0);
+        if (sessions >= 0) {
+            costSessions = sessions;
+        }
+        if (ticks >= 0) {
+            costTicks = ticks;
+        }
+        try {
+            Files.writeString(Path.of(file), line + System.lineSeparator(), java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            log.warn("txoutbox-testing: could not append to {}: {}", file, e.getMessage());
         }
     }
 

@@ -256,7 +256,12 @@ public final class JvmProcess implements AutoCloseable {
         private String classpath = currentClasspath();
         private String java = currentJava();
         private final Map<String, String> systemProperties = new LinkedHashMap<>();
-        private final List<String> jvmArgs = new ArrayList<>();
+        /**
+         * C1 only and the serial collector, before the caller's options (a later option wins, e.g.
+         * {@code -XX:TieredStopAtLevel=4}): the processes tests start are short-lived, and on a 2-core machine C2's
+         * compile threads and G1's concurrent threads take CPU from what is being tested.
+         */
+        private final List<String> jvmArgs = new ArrayList<>(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
         private final List<String> args = new ArrayList<>();
         private final Map<String, String> env = new LinkedHashMap<>();
         private final List<FaultHooks.Hook> hooks = new ArrayList<>();
