@@ -14,6 +14,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class TestHooks {
 
     public static final String PROPERTY = "txoutbox.hooks";
+    /**
+     * Milliseconds after which a {@code stop} hook's SIGSTOP is sent, from another process, while the hit returns at
+     * once: a stop that lands late, for the test of what the process does meanwhile. Default 0: sent and waited for.
+     */
+    public static final String STOP_DELAY_PROPERTY = "txoutbox.hooks.stop-delay-ms";
     public static final String AFTER_SEND_BEFORE_ACK = "after-send-before-ack";
     public static final String AFTER_ACK_BEFORE_MARK = "after-ack-before-mark";
     public static final String AFTER_MARK_BEFORE_COMMIT = "after-mark-before-commit";
@@ -47,7 +52,13 @@ public final class TestHooks {
         System.out.println("TXOUTBOX-HOOK " + name + " " + hook.action + " pid=" + pid);
         System.out.flush();
         String signal = hook.action.equals("stop") ? "-STOP" : "-KILL";
+        long stopDelayMs = Long.getLong(STOP_DELAY_PROPERTY, 0);
         try {
+            if (hook.action.equals("stop") && stopDelayMs > 0) {
+                new ProcessBuilder("sh", "-c", "sleep " + stopDelayMs / 1000.0 + "; kill -STOP " + pid).inheritIO()
+                        .start();
+                return;
+            }
             Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).inheritIO().start();
             p.waitFor();
         } catch (IOException e) {
