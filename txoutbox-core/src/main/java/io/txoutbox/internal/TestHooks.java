@@ -51,25 +51,43 @@ public final class TestHooks {
         long pid = ProcessHandle.current().pid();
         System.out.println("TXOUTBOX-HOOK " + name + " " + hook.action + " pid=" + pid);
         System.out.flush();
-        String signal = hook.action.equals("stop") ? "-STOP" : "-KILL";
-        long stopDelayMs = Long.getLong(STOP_DELAY_PROPERTY, 0);
+        if (hook.action.equals("stop")) {
+            stopUntilResumed(pid);
+            return;
+        }
         try {
-            if (hook.action.equals("stop") && stopDelayMs > 0) {
-                new ProcessBuilder("sh", "-c", "sleep " + stopDelayMs / 1000.0 + "; kill -STOP " + pid).inheritIO()
-                        .start();
-                return;
-            }
-            Process p = new ProcessBuilder("kill", signal, Long.toString(pid)).inheritIO().start();
+            Process p = new ProcessBuilder("kill", "-KILL", Long.toString(pid)).inheritIO().start();
             p.waitFor();
         } catch (IOException e) {
-            if (!hook.action.equals("stop")) {
-                Runtime.getRuntime().halt(137);
-            }
+            // halted below
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        if (hook.action.equals("kill")) {
-            Runtime.getRuntime().halt(137); // in case the signal has not landed yet
+        Runtime.getRuntime().halt(137); // in case the signal has not landed yet
+    }
+
+    /**
+     * Sends this process SIGSTOP and returns only after a SIGCONT: the stop takes effect on each thread on its own
+     * time, so without the wait the hitting thread could go on past its point before it is frozen.
+     */
+    @SuppressWarnings("restriction")
+    private static void stopUntilResumed(long pid) {
+        java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+        sun.misc.Signal.handle(new sun.misc.Signal("CONT"), s -> resumed.countDown());
+        long delayMs = Long.getLong(STOP_DELAY_PROPERTY, 0);
+        try {
+            Process p = delayMs > 0
+                    ? new ProcessBuilder("sh", "-c", "sleep " + delayMs / 1000.0 + "; kill -STOP " + pid).inheritIO()
+                            .start()
+                    : new ProcessBuilder("kill", "-STOP", Long.toString(pid)).inheritIO().start();
+            if (delayMs == 0) {
+                p.waitFor();
+            }
+            resumed.await();
+        } catch (IOException e) {
+            System.out.println("TXOUTBOX-HOOK could not stop: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

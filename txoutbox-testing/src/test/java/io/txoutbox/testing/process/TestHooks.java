@@ -35,8 +35,16 @@ final class TestHooks {
         System.out.println("TXOUTBOX-HOOK " + name + " " + spec.action() + " pid=" + pid);
         System.out.flush();
         String signal = spec.action().equals("kill") ? "-KILL" : "-STOP";
+        // a stop takes effect on each thread on its own time: wait for the SIGCONT, or this thread may run on first
+        java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+        if (!spec.action().equals("kill")) {
+            sun.misc.Signal.handle(new sun.misc.Signal("CONT"), s -> resumed.countDown());
+        }
         try {
             new ProcessBuilder("kill", signal, Long.toString(pid)).start().waitFor();
+            if (!spec.action().equals("kill")) {
+                resumed.await();
+            }
         } catch (IOException e) {
             throw new IllegalStateException(e);
         } catch (InterruptedException e) {
