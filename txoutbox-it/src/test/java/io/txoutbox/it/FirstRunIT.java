@@ -30,12 +30,19 @@ import org.slf4j.LoggerFactory;
 /**
  * The README's first command as a newcomer sees it: a freshly formatted broker, the relay with its defaults, and
  * writers at 2,000 events/s from the start. The broker logs no OutOfOrderSequenceException (the relay's producers
- * keep their sequences valid for the broker), and the first event is delivered within 1 s of its commit, with no
- * longer stall afterwards.
+ * keep their sequences valid for the broker), and the first event is delivered within {@value #BOUND_MS} ms of its
+ * commit, with no longer stall afterwards.
  */
 class FirstRunIT {
 
     private static final Logger log = LoggerFactory.getLogger(FirstRunIT.class);
+    /**
+     * Far below the defects this guards (first delivery 4-5 s: producers made on the first batch, the transaction
+     * state topic created by the first client) and above what a loaded CI machine shows: 513 ms on a quiet machine,
+     * 1,221 and 1,252 ms in two CI runs of 2026-12-04 that failed the 1 s bound it had. The marker-write stall has
+     * its own forced test (ConcurrentTransactionsRetryIT).
+     */
+    private static final long BOUND_MS = 2_500;
 
     private KafkaBrokerProcess broker;
     private TestDatabase db;
@@ -61,7 +68,7 @@ class FirstRunIT {
     }
 
     @Test
-    void a_fresh_broker_logs_no_out_of_order_sequence_and_the_first_event_arrives_within_a_second() throws Exception {
+    void a_fresh_broker_logs_no_out_of_order_sequence_and_the_first_event_arrives_at_once() throws Exception {
         try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema).name("first-run")
                 .transport(KafkaTransport.builder().bootstrapServers(broker.bootstrapServers()).build())
                 .build().start()) {
@@ -85,9 +92,9 @@ class FirstRunIT {
             assertThat(outOfOrder).as("OutOfOrderSequenceException lines in the broker's log %s",
                     broker.logFile()).isZero();
             assertThat(firstDeliveryMs - firstCommitMs).as("first delivery after the first commit, ms")
-                    .isLessThan(1_000);
+                    .isLessThan(BOUND_MS);
             assertThat(report.longestStallMs()).as("longest time without a delivery while events waited, ms")
-                    .isLessThan(1_000);
+                    .isLessThan(BOUND_MS);
         }
     }
 
