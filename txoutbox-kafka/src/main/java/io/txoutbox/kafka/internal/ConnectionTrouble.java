@@ -34,11 +34,14 @@ final class ConnectionTrouble {
     private static final Logger log = LoggerFactory.getLogger(ConnectionTrouble.class);
     private static final int PROBE_TIMEOUT_MS = 1_000;
     private static final int MAX_PROBED_SERVERS = 3;
+    /** How soon a probe that got no conclusive answer may be asked again in the same streak. */
+    static final java.time.Duration REPROBE_AFTER = java.time.Duration.ofSeconds(5);
     private static final Pattern JAAS_USER = Pattern.compile("username\\s*=\\s*\"([^\"]*)\"");
 
     private final String client;
     private final Map<String, ?> settings;
     private final BiFunction<String, Integer, ListenerProbe.Answer> probe;
+    private final java.util.function.LongSupplier nanoTime;
     /** The message logged in the current streak; null when the last attempt got through or nothing was logged. */
     private String reported;
     private boolean probed;
@@ -55,9 +58,15 @@ final class ConnectionTrouble {
     }
 
     ConnectionTrouble(String client, Map<String, ?> settings, BiFunction<String, Integer, ListenerProbe.Answer> probe) {
+        this(client, settings, probe, System::nanoTime);
+    }
+
+    ConnectionTrouble(String client, Map<String, ?> settings, BiFunction<String, Integer, ListenerProbe.Answer> probe,
+            java.util.function.LongSupplier nanoTime) {
         this.client = client;
         this.settings = java.util.Collections.unmodifiableMap(new java.util.HashMap<>(settings));
         this.probe = probe;
+        this.nanoTime = nanoTime;
     }
 
     // ---- the relay's side -----------------------------------------------------------------------------------

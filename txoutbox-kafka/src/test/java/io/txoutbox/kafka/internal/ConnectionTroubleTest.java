@@ -96,6 +96,37 @@ class ConnectionTroubleTest {
         assertThat(right.explain(new IllegalStateException("other"))).isNull();
     }
 
+    /**
+     * Regression: a probe that got no answer in time (a loaded broker) settled the streak's question for good, so a
+     * relay pointed at the TLS port never said why (KafkaSecurityIT's plaintext case failed that way in a CI run at
+     * 85 % CPU, its events' last_error a send timeout). An inconclusive answer is asked again, at most every
+     * {@code REPROBE_AFTER}.
+     */
+    @Test
+    void an_inconclusive_probe_is_asked_again_later_in_the_streak() {
+        Map<String, Object> plaintext = Map.of("bootstrap.servers", "k:9093");
+        java.util.Deque<ListenerProbe.Answer> answers = new java.util.ArrayDeque<>(List.of(
+                ListenerProbe.Answer.UNKNOWN, ListenerProbe.Answer.UNREACHABLE, ListenerProbe.Answer.TLS_ALERT));
+        AtomicInteger probes = new AtomicInteger();
+        long[] now = {0};
+        ConnectionTrouble trouble = new ConnectionTrouble("t", plaintext, (server, timeout) -> {
+            probes.incrementAndGet();
+            return answers.poll();
+        }, () -> now[0]);
+        TimeoutException timeout = new TimeoutException("Timeout expired after 1000ms while awaiting InitProducerId");
+        assertThat(trouble.explain(timeout)).as("no answer in time").isNull();
+        now[0] += java.time.Duration.ofSeconds(1).toNanos();
+        assertThat(trouble.explain(timeout)).as("too soon to ask again").isNull();
+        assertThat(probes).hasValue(1);
+        now[0] += ConnectionTrouble.REPROBE_AFTER.toNanos();
+        assertThat(trouble.explain(timeout)).as("unreachable: no protocol question yet").isNull();
+        now[0] += ConnectionTrouble.REPROBE_AFTER.toNanos();
+        assertThat(trouble.explain(timeout)).contains("closed the connection during the handshake");
+        now[0] += ConnectionTrouble.REPROBE_AFTER.toNanos();
+        assertThat(trouble.explain(timeout)).contains("closed the connection during the handshake");
+        assertThat(probes).as("a conclusive answer holds for the streak").hasValue(3);
+    }
+
     @Test
     void review_makes_refused_credentials_unavailable_and_logs_once_per_streak() {
         ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka", SCRAM);
