@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Kafka reports a refused certificate or password as an {@link AuthenticationException}. A plaintext client at a
  * TLS listener (or the reverse) only sees the connection drop and then a {@link TimeoutException}; for that case the
- * listener is asked what it speaks ({@link ListenerProbe}), once per streak, and only a mismatch is reported.
+ * listener is asked what it speaks ({@link ListenerProbe}), once per streak (again later when it did not answer), and
+ * only a mismatch is reported.
  */
 final class ConnectionTrouble {
 
@@ -46,6 +47,8 @@ final class ConnectionTrouble {
     private String reported;
     private boolean probed;
     private String probeFinding;
+    /** When the streak's last probe got no conclusive answer (nanoTime); null when none did. */
+    private Long inconclusiveAt;
 
     /**
      * @param client how the log names the client, e.g. {@code "txoutbox-kafka"} or {@code "txoutbox-kafka-inbox
@@ -155,17 +158,25 @@ final class ConnectionTrouble {
         reported = null;
         probed = false;
         probeFinding = null;
+        inconclusiveAt = null;
     }
 
-    /** The listener's protocol does not match security.protocol: the message, asked once per streak; else null. */
+    /**
+     * The listener's protocol does not match security.protocol: the message, else null. Asked once per streak when the
+     * listener answers; again after {@link #REPROBE_AFTER} when it did not answer in time or could not be reached.
+     */
     synchronized String protocolMismatch() {
         if (probed) {
             return probeFinding;
         }
-        probed = true;
+        long now = nanoTime.getAsLong();
+        if (inconclusiveAt != null && now - inconclusiveAt < REPROBE_AFTER.toNanos()) {
+            return null;
+        }
         String protocol = protocol();
         boolean clientTls = protocol.endsWith("SSL");
         List<String> servers = bootstrapServers();
+        boolean conclusive = false;
         for (String server : servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()))) {
             ListenerProbe.Answer answer = probe.apply(server, PROBE_TIMEOUT_MS);
             String what = null;
@@ -181,11 +192,18 @@ final class ConnectionTrouble {
                         + " the listener's protocol, or use the broker's TLS port";
             }
             if (what != null) {
+                probed = true;
                 probeFinding = "the broker " + server + " closed the connection during the handshake: is "
                         + "security.protocol right for this listener? " + what;
                 return probeFinding;
             }
+            conclusive |= answer == ListenerProbe.Answer.KAFKA_PLAINTEXT || answer == ListenerProbe.Answer.TLS_ALERT
+                    || answer == ListenerProbe.Answer.CLOSED;
         }
+        // a listener that answered in its protocol settles the question for the streak; no answer in time (a
+        // loaded broker) or no connection (one still starting) is asked again later
+        probed = conclusive;
+        inconclusiveAt = conclusive ? null : now;
         return null;
     }
 
