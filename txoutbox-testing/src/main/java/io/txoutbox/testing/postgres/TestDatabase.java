@@ -147,8 +147,8 @@ public final class TestDatabase implements AutoCloseable {
             return;
         }
         closed = true;
-        server.logCost(schema);
         try (Connection c = server.connect(); Statement st = c.createStatement()) {
+            server.logCost(schema, c); // on the session opened for the drop: the count adds no session of its own
             st.execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
             for (String role : roles) {
                 st.execute("DROP OWNED BY \"" + role + "\"");

@@ -324,16 +324,30 @@ public final class TestPostgres implements AutoCloseable {
      * {@link TestDatabase} closes (the label names its schema) and before the server stops.
      */
     synchronized void logCost(String label) {
+        if (System.getProperty(COST_LOG_PROPERTY, "").isBlank() || embedded == null) {
+            return;
+        }
+        try (Connection c = dataSource().getConnection()) {
+            logCost(label, c);
+        } catch (SQLException | RuntimeException e) {
+            logCost(label, null); // at JVM exit the server may be stopping already: the CPU alone
+        }
+    }
+
+    /** As {@link #logCost(String)}, counting the sessions on {@code c} (a session the caller has open anyway). */
+    synchronized void logCost(String label, Connection c) {
         String file = System.getProperty(COST_LOG_PROPERTY, "");
         if (file.isBlank() || embedded == null) {
             return;
         }
         long sessions = -1;
-        try (Connection c = dataSource().getConnection(); java.sql.Statement st = c.createStatement();
-                java.sql.ResultSet rs = st.executeQuery("SELECT sum(sessions) FROM pg_stat_database")) {
-            sessions = rs.next() ? rs.getLong(1) : -1;
-        } catch (SQLException | RuntimeException e) {
-            // at JVM exit the server may be stopping already: the CPU alone
+        if (c != null) {
+            try (java.sql.Statement st = c.createStatement();
+                    java.sql.ResultSet rs = st.executeQuery("SELECT sum(sessions) FROM pg_stat_database")) {
+                sessions = rs.next() ? rs.getLong(1) : -1;
+            } catch (SQLException | RuntimeException e) {
+                // the CPU alone
+            }
         }
         long ticks = -1;
         try {
