@@ -132,11 +132,12 @@ public final class HistoryChecker {
             identifiedDeliveries += phantom.getValue();
         }
         long duplicates = identifiedDeliveries - delivered - phantomCopies.size();
-        long longestStallMs = longestStall(events.entries, copies, firstDeliveryMs, lastSeenMs);
+        Stall stall = longestStall(events.entries, copies, firstDeliveryMs, lastSeenMs);
 
         return new HistoryReport(n, delivered, lost, lostExamples, phantomCopies.size(), phantomExamples,
                 duplicates, maxCopies, orderViolations, violationExamples, keysOnSeveralPartitions, severalExamples,
-                unidentified, longestStallMs);
+                unidentified, stall.ms, stall.fromMs,
+                stall.waiting < 0 ? null : events.entries[stall.waiting].eventId());
     }
 
     private <T> void addExample(List<T> examples, T example) {
@@ -145,7 +146,17 @@ public final class HistoryChecker {
         }
     }
 
-    private static long longestStall(LedgerEntry[] entries, int[] copies, long[] firstDeliveryMs, long lastSeenMs) {
+    /** The longest stall: its length, when it began (epoch ms, -1: none), an event that waited through it (-1). */
+    private record Stall(long ms, long fromMs, int waiting) {
+        static final Stall NONE = new Stall(0, -1, -1);
+
+        Stall longer(long from, long to, int event) {
+            return to - from > ms ? new Stall(to - from, from, event) : this;
+        }
+    }
+
+    private static Stall longestStall(LedgerEntry[] entries, int[] copies, long[] firstDeliveryMs,
+            long lastSeenMs) {
         int n = entries.length;
         boolean withCommitTimes = n > 0;
         for (LedgerEntry entry : entries) {
@@ -164,25 +175,31 @@ public final class HistoryChecker {
         }
         Arrays.sort(byDelivery, Comparator.comparingLong(event -> deliveredAt[event]));
 
-        long longest = 0;
+        Stall longest = Stall.NONE;
         if (!withCommitTimes) {
             for (int i = 1; i < deliveredCount; i++) {
-                longest = Math.max(longest, deliveredAt[byDelivery[i]] - deliveredAt[byDelivery[i - 1]]);
+                longest = longest.longer(deliveredAt[byDelivery[i - 1]], deliveredAt[byDelivery[i]], byDelivery[i]);
             }
             return longest;
         }
-        // earliestWaiting[i] = earliest commit among the events whose first delivery is the i-th or later.
+        // earliestWaiting[i] = earliest commit among the events whose first delivery is the i-th or later;
+        // earliestWaitingEvent[i] = that event.
         long[] earliestWaiting = new long[n + 1];
+        int[] earliestWaitingEvent = new int[n + 1];
         earliestWaiting[n] = Long.MAX_VALUE;
+        earliestWaitingEvent[n] = -1;
         for (int i = n - 1; i >= 0; i--) {
-            earliestWaiting[i] = Math.min(earliestWaiting[i + 1], entries[byDelivery[i]].committedAt().toEpochMilli());
+            long committedAt = entries[byDelivery[i]].committedAt().toEpochMilli();
+            boolean earlier = committedAt < earliestWaiting[i + 1];
+            earliestWaiting[i] = earlier ? committedAt : earliestWaiting[i + 1];
+            earliestWaitingEvent[i] = earlier ? byDelivery[i] : earliestWaitingEvent[i + 1];
         }
         for (int i = 0; i < n; i++) {
             long end = i < deliveredCount ? deliveredAt[byDelivery[i]] : lastSeenMs;
             long previous = i == 0 ? Long.MIN_VALUE : deliveredAt[byDelivery[i - 1]];
             long start = Math.max(previous, earliestWaiting[i]);
             if (end != Long.MIN_VALUE && end > start) {
-                longest = Math.max(longest, end - start);
+                longest = longest.longer(start, end, earliestWaitingEvent[i]);
             }
             if (i >= deliveredCount) {
                 break; // every later event is lost too: one interval up to the last record covers them all

@@ -24,6 +24,10 @@ import java.util.UUID;
  * @param unidentified                 records from which no event id could be extracted
  * @param longestStallMs               the longest time, in ms, without a first delivery while committed work was
  *                                     waiting; see {@link HistoryChecker} for the exact definition
+ * @param longestStallFromMs           when that stall began (epoch ms), or -1 when there was none
+ * @param longestStallWaiting          an event that waited through all of that stall (the earliest committed
+ *                                     of those; without commit times, the one whose first delivery ended it), or
+ *                                     {@code null} when there was none
  */
 public record HistoryReport(
         long committed,
@@ -39,7 +43,9 @@ public record HistoryReport(
         long keysOnSeveralPartitions,
         List<String> keysOnSeveralPartitionsExamples,
         long unidentified,
-        long longestStallMs) {
+        long longestStallMs,
+        long longestStallFromMs,
+        UUID longestStallWaiting) {
 
     public HistoryReport {
         lostExamples = List.copyOf(lostExamples);
@@ -67,7 +73,10 @@ public record HistoryReport(
                 + " order_violations=" + orderViolations
                 + " keys_on_several_partitions=" + keysOnSeveralPartitions
                 + " unidentified=" + unidentified
-                + " longest_stall_ms=" + longestStallMs;
+                + " longest_stall_ms=" + longestStallMs
+                + (longestStallFromMs < 0 ? ""
+                        : " (from " + java.time.Instant.ofEpochMilli(longestStallFromMs) + ", waiting "
+                                + longestStallWaiting + ")");
     }
 
     /** The summary line followed by the examples of whatever went wrong. */

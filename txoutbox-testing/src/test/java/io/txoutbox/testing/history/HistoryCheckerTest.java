@@ -150,6 +150,8 @@ class HistoryCheckerTest {
 
         assertCounts(report, 0, 0, 0, 0, 0, 0, 0, 0);
         assertThat(report.longestStallMs()).isZero();
+        assertThat(report.longestStallFromMs()).isEqualTo(-1);
+        assertThat(report.longestStallWaiting()).isNull();
         assertThat(report.isClean()).isTrue();
     }
 
@@ -166,6 +168,8 @@ class HistoryCheckerTest {
         HistoryReport report = HistoryChecker.check(LEDGER, deliveries);
 
         assertThat(report.longestStallMs()).isEqualTo(2_000);
+        assertThat(report.longestStallFromMs()).isEqualTo(1_010);
+        assertThat(report.longestStallWaiting()).isEqualTo(A3);
         HistoryAssert.assertThat(report).hasLongestStallBelow(Duration.ofMillis(2_001));
         assertThatThrownBy(() -> HistoryAssert.assertThat(report).hasLongestStallBelow(Duration.ofMillis(2_000)))
                 .isInstanceOf(AssertionError.class)
@@ -190,6 +194,10 @@ class HistoryCheckerTest {
 
         // b1 waits from 5_001; a3's first delivery at 5_005 restarts the clock; the stall is 5_005 -> 5_300
         assertThat(report.longestStallMs()).isEqualTo(295);
+        assertThat(report.longestStallFromMs()).isEqualTo(5_005);
+        assertThat(report.longestStallWaiting()).isEqualTo(B1);
+        assertThat(report.summaryLine()).endsWith("longest_stall_ms=295 (from " + Instant.ofEpochMilli(5_005)
+                + ", waiting " + B1 + ")");
     }
 
     @Test
@@ -207,6 +215,8 @@ class HistoryCheckerTest {
 
         assertThat(report.lost()).isEqualTo(1);
         assertThat(report.longestStallMs()).isEqualTo(9_000 - 1_100);
+        assertThat(report.longestStallFromMs()).isEqualTo(1_100);
+        assertThat(report.longestStallWaiting()).as("the lost one").isEqualTo(B2);
     }
 
     @Test
