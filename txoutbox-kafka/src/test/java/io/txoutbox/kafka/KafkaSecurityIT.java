@@ -44,6 +44,13 @@ class KafkaSecurityIT {
     @RegisterExtension
     static final PostgresExtension postgres = new PostgresExtension();
     private static final Duration AWAIT = Duration.ofSeconds(30);
+    /**
+     * For the clear message to reach every event's last_error: each lane's producer must first fail its own tries.
+     * In the CI run of 6cf6dbf (2026-12-04 17:07, beside txoutbox-test-its's two test JVMs, the broker's controller
+     * reporting 2.4 s events) the relay took 12 s to start, and its lanes failed their first batches 37-40 s after
+     * it started: the message was in every last_error a few seconds past the 30 s this wait had then.
+     */
+    private static final Duration AWAIT_MESSAGE = Duration.ofSeconds(90);
     private static final String SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required "
             + "username=\"%s\" password=\"%s\";";
 
@@ -198,7 +205,7 @@ class KafkaSecurityIT {
             publish(topic, 5);
             relay.nudge();
             try {
-                await().atMost(AWAIT).until(() -> count(lastErrors(topic), expected) == 5);
+                await().atMost(AWAIT_MESSAGE).until(() -> count(lastErrors(topic), expected) == 5);
             } catch (org.awaitility.core.ConditionTimeoutException e) {
                 throw new AssertionError("the events' last_error does not say '" + expected + "':\n"
                         + lastErrors(topic), e);
