@@ -143,7 +143,9 @@ class ScaleOutIT {
 
     private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook, KafkaTransport.Mode mode) {
         TestPostgres pg = db.server();
+        // kept after the test (target/scale-out/<class>/<topic>/<name>.log) to read the relays' side of a failure
         JvmProcess.Builder b = JvmProcess.builder(RelayProcessMain.class).name(name).jvmArgs("-Xmx192m")
+                .logFile(java.nio.file.Path.of("target", "scale-out", getClass().getSimpleName(), topic, name + ".log"))
                 .systemProperty(RelayProcessMain.PROGRESS, progress().name())
                 .args(jdbcUrl, pg.user(), pg.password(), db.schema(), kafka.bootstrapServers(),
                         Integer.toString(LANES), Integer.toString(BATCH), Long.toString(LEASE_MS),
