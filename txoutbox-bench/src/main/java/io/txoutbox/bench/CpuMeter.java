@@ -1,5 +1,6 @@
 package io.txoutbox.bench;
 
+import io.txoutbox.testing.process.ProcStat;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -50,7 +51,7 @@ final class CpuMeter implements AutoCloseable {
     private long startNanos;
     private long jvm0;
     private long broker0;
-    private long[] machine0;
+    private ProcStat.Jiffies machine0;
     private String load0;
     private volatile boolean running;
 
@@ -94,7 +95,7 @@ final class CpuMeter implements AutoCloseable {
         backendCpu.clear();
         nativeCpu.clear();
         reaped0 = -1;
-        load0 = ProcStat.loadAverage();
+        load0 = BenchEnv.loadAverage();
         machine0 = ProcStat.machineJiffies();
         jvm0 = os.getProcessCpuTime();
         broker0 = brokerPid.isPresent() ? ProcStat.processTicks(brokerPid.getAsLong()) : -1;
@@ -136,9 +137,9 @@ final class CpuMeter implements AutoCloseable {
             double wall = (System.nanoTime() - startNanos) / 1e9;
             long jvm = os.getProcessCpuTime() - jvm0;
             long broker = broker0 >= 0 ? toNanos(ProcStat.processTicks(brokerPid.getAsLong()) - broker0) : -1;
-            long[] machine1 = ProcStat.machineJiffies();
-            long busy = machine1[0] - machine0[0];
-            long total = machine1[1] - machine0[1];
+            ProcStat.Jiffies machine1 = ProcStat.machineJiffies();
+            long busy = machine1.busy() - machine0.busy();
+            long total = machine1.total() - machine0.total();
             Map<String, Long> byThread = new LinkedHashMap<>();
             int threadsEnded = 0;
             for (Counter c : threadCpu.values()) {
@@ -171,7 +172,7 @@ final class CpuMeter implements AutoCloseable {
                 log.info("CPU meter: backends that ended in the window, by group: {}", endedGroups);
             }
             close();
-            return new Result(wall, Runtime.getRuntime().availableProcessors(), load0, ProcStat.loadAverage(),
+            return new Result(wall, Runtime.getRuntime().availableProcessors(), load0, BenchEnv.loadAverage(),
                     total == 0 ? Double.NaN : (double) busy / total, jvm, broker, byThread, byBackend, pg != null,
                     threadsEnded, threadCpu.size() + nativeCpu.size(), backendsEnded, backendCpu.size(),
                     unsampled < 0 ? -1 : endedSampled + unsampled, endedSampled);
@@ -218,8 +219,7 @@ final class CpuMeter implements AutoCloseable {
             }
             String component = CpuRules.nativeThread(ProcStat.comm(line));
             if (component != null) {
-                long[] f = ProcStat.parse(line);
-                long ticks = f[0] + f[1];
+                long ticks = ProcStat.parse(line).ticks();
                 Counter c = nativeCpu.computeIfAbsent(Long.parseLong(task.getName()),
                         tid -> new Counter(component, first ? ticks : 0));
                 c.last = ticks;
@@ -237,17 +237,17 @@ final class CpuMeter implements AutoCloseable {
             while (rs.next()) {
                 long pid = rs.getLong(1);
                 String group = CpuRules.backend(rs.getString(2), rs.getString(3), rs.getString(4));
-                long[] stat = ProcStat.read(pid);
+                ProcStat.Stat stat = ProcStat.read(pid).orElse(null);
                 if (stat != null) {
-                    count("pg:" + pid + ":" + stat[3], group, stat[0] + stat[1], first);
-                    postmaster = stat[2];
+                    count("pg:" + pid + ":" + stat.startTime(), group, stat.ticks(), first);
+                    postmaster = stat.ppid();
                 }
             }
             if (postmaster != null) {
-                long[] stat = ProcStat.read(postmaster);
+                ProcStat.Stat stat = ProcStat.read(postmaster).orElse(null);
                 if (stat != null) {
-                    count("pg:" + postmaster + ":" + stat[3], CpuRules.PG_BACKGROUND, stat[0] + stat[1], first);
-                    reapedLast = stat[4] + stat[5];
+                    count("pg:" + postmaster + ":" + stat.startTime(), CpuRules.PG_BACKGROUND, stat.ticks(), first);
+                    reapedLast = stat.cutime() + stat.cstime();
                     if (first) {
                         reaped0 = reapedLast;
                     }

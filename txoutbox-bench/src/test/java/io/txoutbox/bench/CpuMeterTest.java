@@ -1,7 +1,6 @@
 package io.txoutbox.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -50,29 +49,6 @@ class CpuMeterTest {
         assertThat(CpuRules.backend("", "", "autovacuum worker")).isEqualTo(CpuRules.PG_BACKGROUND);
         assertThat(CpuRules.backend("PostgreSQL JDBC Driver", "postgres", "client backend"))
                 .isEqualTo(CpuRules.PG_OTHER);
-    }
-
-    @Test
-    void procStatFieldsAreCountedAfterACommandWithSpacesAndParentheses() {
-        String line = "4242 (C2 Compiler) (x)) S 17 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 20 20 0 1 0 99887"
-                + " 123456 789 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
-        long[] f = ProcStat.parse(line);
-        assertThat(f).containsExactly(250, 75, 17, 99887, 0, 20);
-        assertThat(ProcStat.comm(line)).isEqualTo("C2 Compiler) (x)");
-    }
-
-    @Test
-    void aTruncatedProcStatLineIsRefusedWithItsFieldCount() {
-        assertThatThrownBy(() -> ProcStat.parse("12 (postgres) S 1 2 3"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("has 52 fields, this one 6");
-        assertThatThrownBy(() -> ProcStat.parse("garbage"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no ')'");
-    }
-
-    @Test
-    void machineBusyIsTotalLessIdleAndIowait() {
-        long[] j = ProcStat.parseMachine("cpu  100 10 40 800 50 0 0 0 0 0");
-        assertThat(j).containsExactly(150, 1000);
     }
 
     @Test

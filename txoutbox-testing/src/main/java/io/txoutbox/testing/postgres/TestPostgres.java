@@ -1,5 +1,6 @@
 package io.txoutbox.testing.postgres;
 
+import io.txoutbox.testing.process.ProcStat;
 import io.txoutbox.testing.process.Signals;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.File;
@@ -352,15 +353,15 @@ public final class TestPostgres implements AutoCloseable {
         long ticks = -1;
         try {
             String pid = Files.readAllLines(dataDirectory.toPath().resolve("postmaster.pid")).get(0).trim();
-            String stat = Files.readString(Path.of("/proc", pid, "stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]) + Long.parseLong(f[13]) + Long.parseLong(f[14]);
+            // the postmaster and the backends it has reaped
+            ticks = ProcStat.read(Long.parseLong(pid)).map(ProcStat.Stat::ticksWithChildren).orElse(-1L);
         } catch (IOException | RuntimeException e) {
             // not Linux: the sessions alone
         }
         String line = String.format(Locale.ROOT, "%s PostgreSQL %s port %d: sessions %+d, CPU %+.1f s (total %d, %.1f s)",
                 label, embeddedVersion(), port(), sessions < 0 ? 0 : sessions - costSessions,
-                ticks < 0 ? 0 : (ticks - costTicks) / 100.0, sessions, ticks / 100.0);
+                ticks < 0 ? 0 : (ticks - costTicks) / (double) ProcStat.clockTicks(), sessions,
+                ticks / (double) ProcStat.clockTicks());
         if (sessions >= 0) {
             costSessions = sessions;
         }

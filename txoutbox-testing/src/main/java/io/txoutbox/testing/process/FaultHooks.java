@@ -1,10 +1,5 @@
 package io.txoutbox.testing.process;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -140,23 +135,7 @@ public final class FaultHooks {
      * or empty if the process no longer exists.
      */
     public static Optional<Character> processState(long pid) {
-        String stat;
-        try {
-            stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-        } catch (NoSuchFileException e) {
-            return Optional.empty();
-        } catch (IOException e) {
-            if (!Files.exists(Path.of("/proc", Long.toString(pid)))) {
-                return Optional.empty();
-            }
-            throw new UncheckedIOException("could not read /proc/" + pid + "/stat", e);
-        }
-        // the command name (field 2) is in parentheses and may contain spaces or ')'
-        int close = stat.lastIndexOf(')');
-        if (close < 0 || close + 2 >= stat.length()) {
-            throw new IllegalStateException("unexpected /proc/" + pid + "/stat: " + stat);
-        }
-        return Optional.of(stat.charAt(close + 2));
+        return ProcStat.read(pid).map(ProcStat.Stat::state);
     }
 
     /** True if the process is stopped by a signal (state {@code T}). */
