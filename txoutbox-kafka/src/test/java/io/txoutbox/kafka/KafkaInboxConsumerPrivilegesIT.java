@@ -26,6 +26,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The Kafka inbox consumer in store mode logged in as a role with exactly the receiver's grants, and one short. */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class KafkaInboxConsumerPrivilegesIT {
 
     @RegisterExtension

@@ -31,6 +31,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Records whose key or headers are not plain text, or that the database refuses, must never stall a partition. */
 @Tag("pg-version")
+@Tag("pg-edge-majors")
 class KafkaInboxOddRecordsIT {
 
     @RegisterExtension
