@@ -39,8 +39,17 @@ class ShardNudgeIT {
         // a poll interval far beyond the test's waits: a lane that delivers was woken by a nudge
         try (PollingRelay relay = PollingRelay.builder().dataSource(db.dataSource()).schema(schema)
                 .transport(transport).lanes(LANES).pollInterval(Duration.ofMinutes(5)).build().start()) {
+            // every lane owned and asleep: a lane's loop time is set when it takes the lane and again after its
+            // first (empty) claim, which a loaded machine may finish well after the lane was taken (the CI run of
+            // 9f01a20 saw lane 3's first claim end 168 ms into the first write's check); a lane whose loop time has
+            // stood still for half a second is in its long sleep
             await().atMost(Duration.ofSeconds(30)).until(() -> relay.lanes().size() == LANES
                     && relay.lanes().stream().allMatch(l -> l.lastLoopAt() != null));
+            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
+                Map<Integer, Instant> first = lastLoops(relay);
+                Thread.sleep(500);
+                return first.equals(lastLoops(relay));
+            });
             Outbox targeted = Outbox.builder().schema(schema).nudge(relay).build();
             for (int lane = 0; lane < LANES; lane++) {
                 String key = keyOfLane(lane, schema.shards());

@@ -357,7 +357,12 @@ public abstract class RelayAcceptanceTest {
         UUID chosen = ids.get(5 * 4 + 2); // k2's E5, in the middle of the batch
         AtomicInteger once = new AtomicInteger();
         failRetriably(r -> r.eventId().equals(chosen) && once.getAndIncrement() == 0);
-        PollingRelay relay = start(relay().lanes(1));
+        // a backoff far longer than one turn of the lane: the next claim comes while E5 waits, so a claim that let
+        // k2's later events pass it would send them now (InjectedDefectsIT, PER_ROW_BACKOFF). With the usual 50 ms
+        // a loaded machine's next turn came after the backoff, E5 went out first, and the defect went unseen (the
+        // CI run of 9f01a20)
+        PollingRelay relay = start(relay().lanes(1)
+                .retry(RetryPolicy.defaults().withBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).withJitter(0)));
         await().atMost(WAIT).until(() -> relay.stats().published() == 50);
         assertThat(injected()).isEqualTo(1);
         assertThat(batchSizes().get(0)).as("all of them in the first batch").isEqualTo(50);
