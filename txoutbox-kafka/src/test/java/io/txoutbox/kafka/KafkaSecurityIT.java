@@ -12,14 +12,22 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.testing.kafka.KafkaBroker;
 import io.txoutbox.testing.logging.CapturedStderr;
 import io.txoutbox.testing.postgres.PostgresExtension;
+import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.management.MBeanServer;
+import javax.management.MBeanServerDelegate;
+import javax.management.MBeanServerNotification;
+import javax.management.NotificationListener;
+import javax.management.ObjectName;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -160,19 +168,72 @@ class KafkaSecurityIT {
     }
 
     @Test
-    void plaintext_against_the_tls_port_asks_whether_security_protocol_is_right() throws Exception {
-        String expected = "the broker " + kafka.sslBootstrapServers() + " closed the connection during the "
-                + "handshake: is security.protocol right for this listener?";
+    void plaintext_against_the_tls_port_makes_no_kafka_client_and_asks_whether_security_protocol_is_right()
+            throws Exception {
+        String expected = "is security.protocol right for this listener? the client sends unencrypted requests "
+                + "(security.protocol=PLAINTEXT) and the listener answers with a TLS alert";
+        String clientId = "plain-at-tls-" + UUID.randomUUID().toString().substring(0, 8);
         Map<String, Object> plaintext = new LinkedHashMap<>();
+        plaintext.put("client.id", clientId); // the relay's producers are <client.id>-<lane>, the consumer's is it
         plaintext.put("max.block.ms", "1000"); // a plaintext client only sees disconnects: each try waits this long
         plaintext.put("request.timeout.ms", "1000");
         plaintext.put("delivery.timeout.ms", "2500");
         // Each connection attempt of a plaintext client here allocates ~336 MB (the TLS alert read as a response
-        // size, KAFKA-4090): at most one attempt per client every 2-5 s, not Kafka's 50 ms-1 s, so this JVM (and the
-        // broker in it) is not frozen by the allocations (RELIABILITY.md)
+        // size, KAFKA-4090), which is why no client may be made; should one be made all the same, it tries at most
+        // every 2-5 s, not Kafka's 50 ms-1 s, so this JVM (and the broker in it) is not frozen meanwhile
         plaintext.put("reconnect.backoff.ms", "2000");
         plaintext.put("reconnect.backoff.max.ms", "5000");
-        failsClearly(kafka.sslBootstrapServers(), plaintext, KafkaTransport.Mode.TRANSACTIONAL, expected);
+        try (KafkaClientsMade made = KafkaClientsMade.watch(clientId)) {
+            failsClearly(kafka.sslBootstrapServers(), plaintext, KafkaTransport.Mode.TRANSACTIONAL, expected);
+            assertThat(made.names()).as("Kafka clients made with security.protocol=PLAINTEXT at a TLS listener: "
+                    + "each connection attempt of one allocates ~336 MB (KAFKA-4090)").isEmpty();
+        }
+    }
+
+    /**
+     * The Kafka producers, consumers and admin clients made while it watches whose client.id starts with a prefix:
+     * every client registers its {@code type=app-info} MBean when it is made.
+     */
+    private static final class KafkaClientsMade implements AutoCloseable {
+
+        private final MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        private final List<String> names = new CopyOnWriteArrayList<>();
+        private final NotificationListener listener;
+
+        private KafkaClientsMade(String clientIdPrefix) throws Exception {
+            listener = (notification, handback) -> {
+                if (notification instanceof MBeanServerNotification n
+                        && MBeanServerNotification.REGISTRATION_NOTIFICATION.equals(n.getType())
+                        && isClient(n.getMBeanName(), clientIdPrefix)) {
+                    names.add(n.getMBeanName().toString());
+                }
+            };
+            server.addNotificationListener(MBeanServerDelegate.DELEGATE_NAME, listener, null, null);
+            for (ObjectName existing : server.queryNames(null, null)) {
+                if (isClient(existing, clientIdPrefix)) {
+                    names.add(existing.toString());
+                }
+            }
+        }
+
+        static KafkaClientsMade watch(String clientIdPrefix) throws Exception {
+            return new KafkaClientsMade(clientIdPrefix);
+        }
+
+        private static boolean isClient(ObjectName name, String clientIdPrefix) {
+            String id = name.getKeyProperty("id");
+            return name.getDomain().startsWith("kafka.") && "app-info".equals(name.getKeyProperty("type"))
+                    && id != null && id.startsWith(clientIdPrefix);
+        }
+
+        List<String> names() {
+            return List.copyOf(names);
+        }
+
+        @Override
+        public void close() throws Exception {
+            server.removeNotificationListener(MBeanServerDelegate.DELEGATE_NAME, listener);
+        }
     }
 
     @Test
