@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * <p>Kafka reports a refused certificate or password as an {@link AuthenticationException}. A plaintext client at a
  * TLS listener (or the reverse) only sees the connection drop and then a {@link TimeoutException}; for that case the
  * listener is asked what it speaks ({@link ListenerProbe}), once per streak (again later when it did not answer), and
- * only a mismatch is reported.
+ * only a mismatch is reported. An unencrypted client is not even made while the listener answers TLS
+ * ({@link #beforeClient}): it would allocate ~336 MB per connection attempt.
  */
 final class ConnectionTrouble {
 
@@ -47,6 +48,10 @@ final class ConnectionTrouble {
     private String reported;
     private boolean probed;
     private String probeFinding;
+    /** When the listener was last asked before a client was made (nanoTime); null: never. */
+    private Long clientCheckedAt;
+    /** What that answer said: why no client may be made, or null. */
+    private String clientRefusal;
     /** When the streak's last probe got no conclusive answer (nanoTime); null when none did. */
     private Long inconclusiveAt;
 
@@ -111,18 +116,57 @@ final class ConnectionTrouble {
 
     /** The lane could not create or initialise its producer: the usual warning, unless this streak was explained. */
     void noProducer(String lane, RuntimeException e, int records) {
-        boolean explained;
-        synchronized (this) {
-            explained = reported != null;
-        }
-        if (explained) {
+        if (explained()) {
             log.debug("{}: lane {}: no producer ({}); {} records will be retried", client, lane, e.toString(), records);
         } else {
             log.warn("{}: lane {}: no producer ({}); {} records will be retried", client, lane, e.toString(), records);
         }
     }
 
+    /** Whether the current streak's trouble was logged in words already. */
+    synchronized boolean explained() {
+        return reported != null;
+    }
+
     // ---- both sides -----------------------------------------------------------------------------------------
+
+    /**
+     * Asked before a Kafka client (producer, consumer) is made with these settings: null to make it, or the clear
+     * message why not. A client whose {@code security.protocol} is unencrypted (PLAINTEXT, SASL_PLAINTEXT) must not be
+     * made against a TLS listener: each of its connection attempts reads the listener's TLS alert as the size of a
+     * response and allocates that much, ~336 MB (KAFKA-4090), every reconnect backoff, per client — enough to stall a
+     * service's JVM or exhaust its heap. So the bootstrap listeners are asked first ({@link ListenerProbe}, one
+     * unencrypted ApiVersions request, no credentials); only a TLS answer refuses. No answer, no connection or a
+     * closed connection let the client be made: it meets the broker's state itself, and {@link #explain} tells it as
+     * before. The answer stands for {@link #REPROBE_AFTER}, so the clients sharing this streak ask at most once per
+     * 5 s between them, and a listener fixed meanwhile is seen within 5 s.
+     */
+    synchronized String beforeClient() {
+        String protocol = protocol();
+        if (protocol.endsWith("SSL")) {
+            return null; // a TLS client at a plaintext listener is refused by the broker's request size limit
+        }
+        long now = nanoTime.getAsLong();
+        if (clientCheckedAt != null && now - clientCheckedAt < REPROBE_AFTER.toNanos()) {
+            return clientRefusal;
+        }
+        String refusal = null;
+        List<String> servers = bootstrapServers();
+        for (String server : servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()))) {
+            if (probe.apply(server, PROBE_TIMEOUT_MS) == ListenerProbe.Answer.TLS_ALERT) {
+                refusal = "the broker " + server + " speaks TLS: is security.protocol right for this listener? the "
+                        + "client sends unencrypted requests (security.protocol=" + protocol + ") and the listener "
+                        + "answers with a TLS alert, as a TLS listener does: set security.protocol=SSL (or SASL_SSL) "
+                        + "and ssl.truststore.location, or use the broker's plaintext port. No Kafka client is made "
+                        + "until the listener answers Kafka requests (asked every " + REPROBE_AFTER.toSeconds()
+                        + " s): each connection attempt of one would allocate ~336 MB (KAFKA-4090)";
+                break;
+            }
+        }
+        clientCheckedAt = nanoTime.getAsLong();
+        clientRefusal = refusal;
+        return refusal;
+    }
 
     /**
      * The clear message for a failure caused by the connection's settings, or null: a refused certificate or

@@ -128,6 +128,17 @@ public final class ConsumerLoop {
         ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka-inbox " + config.name(), config.properties());
         long unassignedSince = System.nanoTime();
         try {
+            // no client while the listener speaks TLS to an unencrypted security.protocol (KAFKA-4090: ~336 MB per
+            // connection attempt); the listener is asked again every few seconds
+            for (String refusal; !stopping && (refusal = trouble.beforeClient()) != null; ) {
+                counters.loopErrors.increment();
+                trouble.report(refusal, "no consumer is made and nothing is consumed until it is fixed");
+                errorBackoffMs = backoff(errorBackoffMs);
+            }
+            if (stopping) {
+                return;
+            }
+            errorBackoffMs = 0;
             consumer = new KafkaConsumer<>(ConsumerClients.consumerProperties(config));
             if (config.deadLetterTopic() != null) {
                 deadLetters = new DeadLetters(config, counters);

@@ -182,8 +182,12 @@ final class LaneProducer {
         try {
             producer();
         } catch (RuntimeException e) {
-            log.info("txoutbox-kafka: lane {}: producer not ready yet ({}); the first batch tries again", lane,
-                    e.toString());
+            if (connectionTrouble.explained()) { // said once already, in words
+                log.debug("txoutbox-kafka: lane {}: producer not ready yet ({})", lane, e.toString());
+            } else {
+                log.info("txoutbox-kafka: lane {}: producer not ready yet ({}); the first batch tries again", lane,
+                        e.toString());
+            }
         }
     }
 
@@ -194,6 +198,12 @@ final class LaneProducer {
         }
         if (closed) {
             throw new IllegalStateException("KafkaTransport is closed");
+        }
+        String refusal = connectionTrouble.beforeClient();
+        if (refusal != null) { // a plaintext producer at a TLS listener: each connection attempt allocates ~336 MB
+            connectionTrouble.report(refusal, "the lanes of this transport make no producer, keep their events "
+                    + "pending and retry with the relay's outage backoff");
+            throw new OutboxException(refusal, null, true);
         }
         p = producerFactory.apply(settings.idempotent()
                 ? settings.producerProperties(lane, transactionalId) : transactionalIds.producerProperties());

@@ -11,8 +11,9 @@ import java.nio.ByteBuffer;
 /**
  * What a broker listener speaks, asked the cheapest way: one unencrypted Kafka request (ApiVersions v0) on a fresh
  * TCP connection. A PLAINTEXT or SASL_PLAINTEXT listener answers it; a TLS listener takes it for a broken handshake
- * and answers with a TLS alert or closes the connection. Used only to explain a connection that keeps timing out,
- * once per streak of failures; it sends no credentials.
+ * and answers with a TLS alert or closes the connection. Asked before an unencrypted client is made (none is made at
+ * a TLS listener: KAFKA-4090) and to explain a connection that keeps timing out, at most every few seconds; it sends
+ * no credentials.
  */
 final class ListenerProbe {
 

@@ -127,6 +127,51 @@ class ConnectionTroubleTest {
         assertThat(probes).as("a conclusive answer holds for the streak").hasValue(3);
     }
 
+    /**
+     * No Kafka client is made with an unencrypted security.protocol while a bootstrap listener answers TLS: each
+     * connection attempt of one would allocate ~336 MB (KAFKA-4090). The answer stands for {@code REPROBE_AFTER};
+     * only a TLS answer refuses, and a TLS client is never held back.
+     */
+    @Test
+    void no_client_is_made_while_a_listener_answers_tls_to_an_unencrypted_protocol() {
+        java.util.Deque<ListenerProbe.Answer> answers = new java.util.ArrayDeque<>(List.of(
+                ListenerProbe.Answer.KAFKA_PLAINTEXT, ListenerProbe.Answer.TLS_ALERT, // k-1 fine, k-2 TLS: refused
+                ListenerProbe.Answer.KAFKA_PLAINTEXT, ListenerProbe.Answer.KAFKA_PLAINTEXT, // both fixed
+                ListenerProbe.Answer.UNKNOWN, ListenerProbe.Answer.UNREACHABLE)); // no answer, no connection
+        List<String> asked = new java.util.ArrayList<>();
+        long[] now = {0};
+        ConnectionTrouble trouble = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k-1:9092, k-2:9093",
+                "security.protocol", "SASL_PLAINTEXT"), (server, timeout) -> {
+                    asked.add(server);
+                    return answers.poll();
+                }, () -> now[0]);
+        String refusal = trouble.beforeClient();
+        assertThat(refusal).isEqualTo("the broker k-2:9093 speaks TLS: is security.protocol right for this listener? "
+                + "the client sends unencrypted requests (security.protocol=SASL_PLAINTEXT) and the listener answers "
+                + "with a TLS alert, as a TLS listener does: set security.protocol=SSL (or SASL_SSL) and "
+                + "ssl.truststore.location, or use the broker's plaintext port. No Kafka client is made until the "
+                + "listener answers Kafka requests (asked every 5 s): each connection attempt of one would allocate "
+                + "~336 MB (KAFKA-4090)");
+        now[0] += ConnectionTrouble.REPROBE_AFTER.toNanos() - 1;
+        assertThat(trouble.beforeClient()).as("the answer stands").isEqualTo(refusal);
+        assertThat(asked).containsExactly("k-1:9092", "k-2:9093");
+        now[0] += 1;
+        assertThat(trouble.beforeClient()).as("asked again: both answer Kafka").isNull();
+        now[0] += ConnectionTrouble.REPROBE_AFTER.toNanos();
+        assertThat(trouble.beforeClient()).as("no answer and no connection are no reason to hold a client back")
+                .isNull();
+        assertThat(asked).hasSize(6);
+
+        ConnectionTrouble tls = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k:9093",
+                "security.protocol", "SSL"), (server, timeout) -> {
+                    throw new AssertionError("a TLS client is not probed");
+                });
+        assertThat(tls.beforeClient()).isNull();
+        ConnectionTrouble closed = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k:9093"),
+                (server, timeout) -> ListenerProbe.Answer.CLOSED);
+        assertThat(closed.beforeClient()).as("a closed connection allocates nothing: the client reports it").isNull();
+    }
+
     @Test
     void review_makes_refused_credentials_unavailable_and_logs_once_per_streak() {
         ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka", SCRAM);
