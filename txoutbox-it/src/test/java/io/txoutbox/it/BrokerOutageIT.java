@@ -16,10 +16,8 @@ import io.txoutbox.testing.history.LedgerWriter;
 import io.txoutbox.testing.kafka.KafkaBrokerProcess;
 import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
-import java.sql.Connection;
-import java.sql.ResultSet;
+import io.txoutbox.testing.postgres.TestSession;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.Executors;
@@ -46,7 +44,7 @@ class BrokerOutageIT {
      * cost PostgreSQL a backend start each time (956 sessions and 99 s of server CPU for this test in the CI run of
      * 2026-12-04 17:21), CPU taken from the relay under test.
      */
-    private Connection probe;
+    private TestSession probe;
 
     @BeforeEach
     void setUp() {
@@ -54,20 +52,12 @@ class BrokerOutageIT {
         broker.createTopic("ledger", 3);
         db = TestPostgres.shared().newDatabase("broker_outage");
         schema = ItSupport.schema(db, progress());
-        try {
-            probe = db.connect();
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
+        probe = db.session();
     }
 
     /** One number from the test's session; the sampler's thread and the test's share it. */
-    private synchronized long queryLong(String sql) {
-        try (Statement st = probe.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            return rs.next() ? rs.getLong(1) : 0L;
-        } catch (SQLException e) {
-            throw new IllegalStateException("SQL failed: " + e.getMessage(), e);
-        }
+    private long queryLong(String sql) {
+        return probe.queryLong(sql);
     }
 
     /** The outbox's progress model, for the relay and the test's own reads. */
@@ -77,10 +67,7 @@ class BrokerOutageIT {
 
     @AfterEach
     void tearDown() throws SQLException {
-        if (probe != null) {
-            probe.close();
-        }
-        if (db != null) {
+        if (db != null) { // and the test's session
             db.close();
         }
         if (broker != null) {

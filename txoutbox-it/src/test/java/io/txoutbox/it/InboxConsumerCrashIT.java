@@ -8,6 +8,7 @@ import io.txoutbox.kafka.KafkaHeaders;
 import io.txoutbox.testing.kafka.KafkaBroker;
 import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
+import io.txoutbox.testing.postgres.TestSession;
 import io.txoutbox.testing.process.JvmProcess;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -49,7 +50,7 @@ class InboxConsumerCrashIT {
      * The test's own session for counting effects: polled every 20 ms, a new connection per count cost PostgreSQL a
      * backend start each time, CPU taken from the consumer under test.
      */
-    private Connection probe;
+    private TestSession probe;
 
     @BeforeEach
     void setUp() throws SQLException {
@@ -58,25 +59,16 @@ class InboxConsumerCrashIT {
         OutboxSchema.builder().schema(db.schema()).build().migrate(db.dataSource());
         db.execute("CREATE TABLE effect (id bigserial PRIMARY KEY, event_id uuid NOT NULL, k text NOT NULL,"
                 + " seq int NOT NULL)");
-        probe = db.connect();
+        probe = db.session();
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        try {
-            if (probe != null) {
-                probe.close();
-            }
-        } finally {
-            db.close();
-        }
+        db.close(); // and the test's session
     }
 
-    private long effects() throws SQLException {
-        try (Statement st = probe.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM effect")) {
-            rs.next();
-            return rs.getLong(1);
-        }
+    private long effects() {
+        return probe.queryLong("SELECT count(*) FROM effect");
     }
 
     @ParameterizedTest

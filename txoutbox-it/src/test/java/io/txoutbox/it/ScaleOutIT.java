@@ -13,11 +13,9 @@ import io.txoutbox.testing.kafka.KafkaBroker;
 import io.txoutbox.testing.net.TcpProxy;
 import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
+import io.txoutbox.testing.postgres.TestSession;
 import io.txoutbox.testing.process.JvmProcess;
-import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,7 +51,7 @@ class ScaleOutIT {
      * The test's own session for the polled counts (lanes held, pending rows): a new connection per poll cost
      * PostgreSQL a backend start each time, CPU taken from the relays under test.
      */
-    private Connection probe;
+    private TestSession probe;
     private OutboxSchema schema;
     private String topic;
     private final List<JvmProcess> relays = new ArrayList<>();
@@ -76,24 +74,14 @@ class ScaleOutIT {
         kafka.createTopic(topic, 6);
         db = TestPostgres.shared().newDatabase("scale_out");
         schema = ItSupport.schema(db, progress());
-        try {
-            probe = db.connect();
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
+        probe = db.session();
     }
 
     @AfterEach
     void tearDown() throws SQLException {
         relays.forEach(JvmProcess::close);
-        try {
-            if (probe != null) {
-                probe.close();
-            }
-        } finally {
-            if (db != null) {
-                db.close();
-            }
+        if (db != null) {
+            db.close(); // and the test's session
         }
     }
 
@@ -130,11 +118,8 @@ class ScaleOutIT {
         return cursorProgress() && !"all".equals(System.getProperty("txoutbox.it.cursor-scale-out"));
     }
 
-    private long queryLong(String sql) throws SQLException {
-        try (Statement st = probe.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
-        }
+    private long queryLong(String sql) {
+        return probe.queryLong(sql);
     }
 
     private JvmProcess relay(String name, String jdbcUrl, int expectedLanes, String hook) {

@@ -13,10 +13,9 @@ import io.txoutbox.kafka.KafkaTransport;
 import io.txoutbox.testing.kafka.KafkaBroker;
 import io.txoutbox.testing.postgres.TestDatabase;
 import io.txoutbox.testing.postgres.TestPostgres;
+import io.txoutbox.testing.postgres.TestSession;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -82,7 +81,7 @@ class SickPartitionIT {
      * The test's one session for its writes and reads: a new connection per event cost PostgreSQL a backend start
      * each (596 sessions for this test in a CI run of 2026-12-04), CPU taken from the relay under test.
      */
-    private Connection session;
+    private TestSession session;
     private String sickTopic;
     private String healthyTopic;
 
@@ -123,7 +122,7 @@ class SickPartitionIT {
     void setUp() throws Exception {
         db = TestPostgres.shared().newDatabase("sick_partition");
         schema = ItSupport.schema(db);
-        session = db.connect();
+        session = db.session();
         healthyTopic = "healthy-" + UUID.randomUUID().toString().substring(0, 8);
         try (Admin admin = admin()) { // on broker 1, which stays up
             admin.createTopics(List.of(new NewTopic(healthyTopic, Map.of(0, List.of(1), 1, List.of(1), 2,
@@ -133,19 +132,11 @@ class SickPartitionIT {
 
     @AfterEach
     void tearDown() throws Exception {
-        try {
-            if (session != null) {
-                session.close();
-            }
-        } finally {
-            db.close();
-        }
+        db.close(); // and the test's session
     }
 
-    private long queryLong(String sql) throws Exception {
-        try (Statement st = session.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            return rs.next() ? rs.getLong(1) : 0L;
-        }
+    private long queryLong(String sql) {
+        return session.queryLong(sql);
     }
 
     @ParameterizedTest
@@ -243,16 +234,17 @@ class SickPartitionIT {
     }
 
     private List<UUID> write(Outbox outbox, List<OutboxMessage> messages) throws Exception {
-        session.setAutoCommit(false);
+        Connection c = session.connection(); // the test's thread alone uses the session meanwhile
+        c.setAutoCommit(false);
         try {
-            List<UUID> ids = outbox.publish(session, messages.toArray(new OutboxMessage[0]));
-            session.commit();
+            List<UUID> ids = outbox.publish(c, messages.toArray(new OutboxMessage[0]));
+            c.commit();
             return ids;
         } catch (Exception e) {
-            session.rollback();
+            c.rollback();
             throw e;
         } finally {
-            session.setAutoCommit(true);
+            c.setAutoCommit(true);
         }
     }
 

@@ -25,6 +25,7 @@ public final class TestDatabase implements AutoCloseable {
     private final String schema;
     private final PGSimpleDataSource dataSource;
     private final List<String> roles = new CopyOnWriteArrayList<>();
+    private final List<TestSession> sessions = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
 
     private TestDatabase(TestPostgres server, String schema) {
@@ -121,6 +122,20 @@ public final class TestDatabase implements AutoCloseable {
         return dataSource.getConnection();
     }
 
+    /**
+     * A session kept open for a test's many small reads ({@link TestSession}); closed with this database. Prefer it to
+     * {@link #queryLong} for anything polled: each of those opens a session of its own.
+     */
+    public TestSession session() {
+        try {
+            TestSession session = new TestSession(connect());
+            sessions.add(session);
+            return session;
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not open a session on schema " + schema + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Runs SQL statements in autocommit mode. */
     public void execute(String... sql) {
         try (Connection c = connect(); Statement st = c.createStatement()) {
@@ -147,6 +162,7 @@ public final class TestDatabase implements AutoCloseable {
             return;
         }
         closed = true;
+        sessions.forEach(TestSession::close);
         try (Connection c = server.connect(); Statement st = c.createStatement()) {
             server.logCost(schema, c); // on the session opened for the drop: the count adds no session of its own
             st.execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
