@@ -172,6 +172,33 @@ class ConnectionTroubleTest {
         assertThat(closed.beforeClient()).as("a closed connection allocates nothing: the client reports it").isNull();
     }
 
+    /**
+     * A TLS listener slow to answer — a loaded broker, a CI machine — must still keep the unencrypted client from
+     * being made: with the explaining probe's 1 s the answer came too late, read as "no answer", and the client
+     * that allocates ~336 MB per connection attempt was made. Before a client, the listener gets 5 s to answer.
+     */
+    @Test
+    void a_tls_listener_slow_to_answer_still_keeps_the_client_from_being_made() throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread listener = new Thread(() -> {
+                try (Socket s = server.accept()) {
+                    s.getInputStream().readNBytes(14);
+                    Thread.sleep(1_500);
+                    s.getOutputStream().write(new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
+                    s.getOutputStream().flush();
+                } catch (IOException | InterruptedException ignored) {
+                    // the probe gave up first
+                }
+            });
+            listener.start();
+            ConnectionTrouble trouble = new ConnectionTrouble("t", Map.of("bootstrap.servers",
+                    "127.0.0.1:" + server.getLocalPort()));
+            assertThat(trouble.beforeClient()).as("TLS alert after 1.5 s").startsWith("the broker 127.0.0.1:"
+                    + server.getLocalPort() + " speaks TLS");
+            listener.join(5_000);
+        }
+    }
+
     @Test
     void review_makes_refused_credentials_unavailable_and_logs_once_per_streak() {
         ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka", SCRAM);
