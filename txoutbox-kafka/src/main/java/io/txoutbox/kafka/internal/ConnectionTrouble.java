@@ -35,6 +35,12 @@ final class ConnectionTrouble {
 
     private static final Logger log = LoggerFactory.getLogger(ConnectionTrouble.class);
     private static final int PROBE_TIMEOUT_MS = 1_000;
+    /**
+     * How long a listener may take to answer before a client is made: a loaded TLS listener's alert must not come
+     * too late and let the client that allocates per connection attempt be made. A listener answers in milliseconds;
+     * this is waited out only when it does not answer at all (a client is made then).
+     */
+    private static final int BEFORE_CLIENT_TIMEOUT_MS = 5_000;
     private static final int MAX_PROBED_SERVERS = 3;
     /** How soon a probe that got no conclusive answer may be asked again in the same streak. */
     static final java.time.Duration REPROBE_AFTER = java.time.Duration.ofSeconds(5);
@@ -136,7 +142,7 @@ final class ConnectionTrouble {
      * made against a TLS listener: each of its connection attempts reads the listener's TLS alert as the size of a
      * response and allocates that much, ~336 MB (KAFKA-4090), every reconnect backoff, per client — enough to stall a
      * service's JVM or exhaust its heap. So the bootstrap listeners are asked first ({@link ListenerProbe}, one
-     * unencrypted ApiVersions request, no credentials); only a TLS answer refuses. No answer, no connection or a
+     * unencrypted ApiVersions request, no credentials, up to 5 s for the answer); only a TLS answer refuses. No answer, no connection or a
      * closed connection let the client be made: it meets the broker's state itself, and {@link #explain} tells it as
      * before. The answer stands for {@link #REPROBE_AFTER}, so the clients sharing this streak ask at most once per
      * 5 s between them, and a listener fixed meanwhile is seen within 5 s.
@@ -153,7 +159,7 @@ final class ConnectionTrouble {
         String refusal = null;
         List<String> servers = bootstrapServers();
         for (String server : servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()))) {
-            if (probe.apply(server, PROBE_TIMEOUT_MS) == ListenerProbe.Answer.TLS_ALERT) {
+            if (probe.apply(server, BEFORE_CLIENT_TIMEOUT_MS) == ListenerProbe.Answer.TLS_ALERT) {
                 refusal = "the broker " + server + " speaks TLS: is security.protocol right for this listener? the "
                         + "client sends unencrypted requests (security.protocol=" + protocol + ") and the listener "
                         + "answers with a TLS alert, as a TLS listener does: set security.protocol=SSL (or SASL_SSL) "

@@ -37,7 +37,13 @@ final class ListenerProbe {
     private ListenerProbe() {
     }
 
-    /** Probes {@code host:port}, waiting at most {@code timeoutMs} to connect and as long again for the answer. */
+    /** How long a probe waits at most for the TCP connection (a blackholed address must not hold the caller long). */
+    private static final int CONNECT_TIMEOUT_MS = 1_000;
+
+    /**
+     * Probes {@code host:port}, waiting at most {@code timeoutMs} for the answer, and for the connection at most that
+     * or {@value #CONNECT_TIMEOUT_MS} ms, whichever is shorter.
+     */
     static Answer probe(String hostPort, int timeoutMs) {
         InetSocketAddress address;
         try {
@@ -49,7 +55,7 @@ final class ListenerProbe {
         }
         try (Socket socket = new Socket()) {
             try {
-                socket.connect(address, timeoutMs);
+                socket.connect(address, Math.min(timeoutMs, CONNECT_TIMEOUT_MS));
             } catch (IOException e) {
                 return Answer.UNREACHABLE;
             }
