@@ -12,7 +12,11 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.testing.kafka.KafkaBroker;
 import io.txoutbox.testing.logging.CapturedStderr;
 import io.txoutbox.testing.postgres.PostgresExtension;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -20,6 +24,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -187,6 +193,109 @@ class KafkaSecurityIT {
             failsClearly(kafka.sslBootstrapServers(), plaintext, KafkaTransport.Mode.TRANSACTIONAL, expected);
             assertThat(made.names()).as("Kafka clients made with security.protocol=PLAINTEXT at a TLS listener: "
                     + "each connection attempt of one allocates ~336 MB (KAFKA-4090)").isEmpty();
+        }
+    }
+
+    /**
+     * The address the clients are given answers TLS at first, then — the operator fixed it — the plaintext listener:
+     * the relay and the inbox consumer make their clients within seconds and deliver, without a restart (the listener
+     * is asked again every 5 s while it refuses).
+     */
+    @Test
+    void once_the_listener_answers_kafka_the_clients_are_made_and_deliver_without_a_restart() throws Exception {
+        String topic = "fixed-" + UUID.randomUUID();
+        kafka.createTopic(topic, 1);
+        String group = "fixed-" + UUID.randomUUID();
+        int logsBefore = count(logs.text(), "connected to the broker again");
+        try (Forward address = new Forward(port(kafka.sslBootstrapServers()))) {
+            KafkaTransport transport = KafkaTransport.builder().bootstrapServers(address.address()).build();
+            try (PollingRelay relay = relay(transport, "fixed", 2);
+                    KafkaInboxConsumer consumer = inbox(group, topic, address.address(), Map.of())) {
+                publish(topic, 5);
+                relay.nudge();
+                await().atMost(AWAIT_MESSAGE).until(() -> count(lastErrors(topic), " speaks TLS: ") == 5);
+                assertThat(received(group)).isZero();
+                address.target(port(kafka.bootstrapServers())); // the plaintext listener from now on
+                await().atMost(AWAIT).until(() -> published(topic) == 5 && received(group) == 5);
+                await().atMost(AWAIT).until(() -> count(logs.text(), "connected to the broker again")
+                        >= logsBefore + 2);
+                assertThat(relay.stats().parked()).isZero();
+            }
+        }
+    }
+
+    private static int port(String hostPort) {
+        return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
+    }
+
+    /**
+     * A TCP forwarder on a free local port to a local port that can be changed: connections made after {@link
+     * #target} go to the new port, as after an operator fixed a DNS name or a load balancer.
+     */
+    private static final class Forward implements AutoCloseable {
+
+        private final ServerSocket server;
+        private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "test-forward");
+            t.setDaemon(true);
+            return t;
+        });
+        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+        private volatile int targetPort;
+
+        Forward(int targetPort) throws IOException {
+            this.targetPort = targetPort;
+            this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            threads.submit(this::accept);
+        }
+
+        String address() {
+            return "127.0.0.1:" + server.getLocalPort();
+        }
+
+        void target(int port) {
+            targetPort = port;
+        }
+
+        private void accept() {
+            while (!server.isClosed()) {
+                try {
+                    Socket in = server.accept();
+                    Socket out = new Socket(InetAddress.getLoopbackAddress(), targetPort);
+                    sockets.add(in);
+                    sockets.add(out);
+                    threads.submit(() -> pump(in, out));
+                    threads.submit(() -> pump(out, in));
+                } catch (IOException e) {
+                    // closed, or the target refused: the client sees the connection end
+                }
+            }
+        }
+
+        private static void pump(Socket from, Socket to) {
+            try {
+                from.getInputStream().transferTo(to.getOutputStream());
+            } catch (IOException e) {
+                // either side closed
+            } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+            }
+        }
+
+        private static void closeQuietly(Socket s) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // already closed
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            sockets.forEach(Forward::closeQuietly);
+            threads.shutdownNow();
         }
     }
 
