@@ -1,7 +1,6 @@
 package io.txoutbox.testing.postgres;
 
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -149,8 +148,8 @@ public final class TestDatabase implements AutoCloseable {
 
     /** Runs a query returning one number (count, max…); 0 when the result is NULL. */
     public long queryLong(String sql) {
-        try (Connection c = connect(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            return rs.next() ? rs.getLong(1) : 0L;
+        try (Connection c = connect()) {
+            return TestSession.queryLong(c, sql);
         } catch (SQLException e) {
             throw new IllegalStateException("SQL failed: " + e.getMessage(), e);
         }

@@ -22,7 +22,12 @@ public final class TestSession implements AutoCloseable {
 
     /** One number (count, max…) in autocommit; 0 when the result is NULL or empty. */
     public synchronized long queryLong(String sql) {
-        try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+        return queryLong(connection, sql);
+    }
+
+    /** One number from {@code sql} on {@code c}; 0 when the result is NULL or empty. */
+    static long queryLong(Connection c, String sql) {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
             return rs.next() ? rs.getLong(1) : 0L;
         } catch (SQLException e) {
             throw new IllegalStateException("SQL failed: " + e.getMessage(), e);
