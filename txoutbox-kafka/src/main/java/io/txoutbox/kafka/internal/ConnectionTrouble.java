@@ -142,14 +142,14 @@ final class ConnectionTrouble {
      * made against a TLS listener: each of its connection attempts reads the listener's TLS alert as the size of a
      * response and allocates that much, ~336 MB (KAFKA-4090), every reconnect backoff, per client — enough to stall a
      * service's JVM or exhaust its heap. So the bootstrap listeners are asked first ({@link ListenerProbe}, one
-     * unencrypted ApiVersions request, no credentials, up to 5 s for the answer); only a TLS answer refuses. No answer, no connection or a
-     * closed connection let the client be made: it meets the broker's state itself, and {@link #explain} tells it as
-     * before. The answer stands for {@link #REPROBE_AFTER}, so the clients sharing this streak ask at most once per
+     * unencrypted ApiVersions request, no credentials, up to 5 s for the answer); only a TLS answer refuses. No
+     * answer, no connection or a closed connection let the client be made: it meets the broker's state itself, and
+     * {@link #explain} tells it as before. The answer stands for {@link #REPROBE_AFTER}, so the clients sharing this streak ask at most once per
      * 5 s between them, and a listener fixed meanwhile is seen within 5 s.
      */
     synchronized String beforeClient() {
         String protocol = protocol();
-        if (protocol.endsWith("SSL")) {
+        if (isTls(protocol)) {
             return null; // a TLS client at a plaintext listener is refused by the broker's request size limit
         }
         long now = nanoTime.getAsLong();
@@ -224,7 +224,7 @@ final class ConnectionTrouble {
             return null;
         }
         String protocol = protocol();
-        boolean clientTls = protocol.endsWith("SSL");
+        boolean clientTls = isTls(protocol);
         List<String> servers = bootstrapServers();
         boolean conclusive = false;
         for (String server : servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()))) {
@@ -318,6 +318,11 @@ final class ConnectionTrouble {
     private String protocol() {
         Object p = settings.get("security.protocol");
         return p == null ? "PLAINTEXT" : String.valueOf(p).trim().toUpperCase(Locale.ROOT);
+    }
+
+    /** SSL and SASL_SSL: the client starts TLS. */
+    private static boolean isTls(String protocol) {
+        return protocol.endsWith("SSL");
     }
 
     private String mechanism() {
