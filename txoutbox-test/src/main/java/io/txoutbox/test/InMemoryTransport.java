@@ -1,5 +1,6 @@
 package io.txoutbox.test;
 
+import io.txoutbox.internal.lane.ThreadPlace;
 import io.txoutbox.spi.OutboxRecord;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.spi.Transport;
@@ -179,6 +180,19 @@ public final class InMemoryTransport implements Transport {
         return List.copyOf(batchSizes);
     }
 
+    /**
+     * Where this JVM's relay lane threads are, for a failed wait: a lane that never took its lane shows what it waits
+     * for (the pool, the database), one that did shows its idle wait.
+     */
+    private static String relayThreads() {
+        List<String> places = new ArrayList<>();
+        Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("txoutbox-relay-") && !t.getName().endsWith("-lease"))
+                .sorted(java.util.Comparator.comparing(Thread::getName))
+                .forEach(t -> places.add(t.getName() + " " + ThreadPlace.of(t, 6)));
+        return places.isEmpty() ? "; no relay lane thread runs in this JVM" : "; relay threads: " + places;
+    }
+
     /** Waits until at least {@code count} delivered records match, or throws {@link AssertionError}. */
     public List<OutboxRecord> awaitDelivered(Predicate<OutboxRecord> matches, int count, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -190,7 +204,8 @@ public final class InMemoryTransport implements Transport {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 throw new AssertionError("expected " + count + " delivered record(s) matching the condition within "
-                        + timeout + ", found " + found.size() + " (delivered in all: " + delivered.size() + ")");
+                        + timeout + ", found " + found.size() + " (delivered in all: " + delivered.size() + ")"
+                        + relayThreads());
             }
             synchronized (monitor) {
                 try {

@@ -7,6 +7,7 @@ import io.txoutbox.RelayConfig;
 import io.txoutbox.internal.partition.PartitionedOutbox;
 import io.txoutbox.internal.BackendCheck;
 import io.txoutbox.internal.Misconfigured;
+import io.txoutbox.internal.lane.ThreadPlace;
 import io.txoutbox.internal.lane.LaneShards;
 import io.txoutbox.internal.Privileges;
 import io.txoutbox.internal.pg.ReadCommitted;
@@ -167,10 +168,13 @@ public final class DefaultPollingRelay implements PollingRelay, Lane.Governor {
     private void awaitLanesReady() {
         long deadline = System.nanoTime() + START_READY_TIMEOUT.toNanos();
         try {
-            for (Lane lane : lanes) {
+            for (int i = 0; i < lanes.size(); i++) {
+                Lane lane = lanes.get(i);
                 if (!lane.awaitReady(Math.max(0, deadline - System.nanoTime()))) {
+                    // where its thread is names what it waits for: the pool, the database, the transport
                     log.info("txoutbox-relay {}: started; lane {} is not ready to send within {} and goes on getting "
-                            + "ready in the background", config.name(), lane.id(), START_READY_TIMEOUT);
+                            + "ready in the background (its thread is {})", config.name(), lane.id(),
+                            START_READY_TIMEOUT, ThreadPlace.of(threads.get(i), 8));
                     return;
                 }
             }
