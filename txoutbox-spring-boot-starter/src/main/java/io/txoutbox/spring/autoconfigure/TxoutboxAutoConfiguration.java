@@ -52,9 +52,10 @@ import org.springframework.util.ClassUtils;
  *
  * <p><b>Which DataSource.</b> A bean named {@code txoutboxDataSource} when there is one, else the application's
  * primary {@code DataSource}: the one its {@code @Transactional} methods run on, so the events commit with the
- * business rows. The relay connects with the same URL and credentials through a pool of its own
- * ({@code txoutbox-relay}, lanes + 2 connections), or through a bean named {@code txoutboxRelayDataSource}; the
- * inbox worker likewise ({@code txoutbox-inbox}, or a bean named {@code txoutboxInboxWorkerDataSource}).
+ * business rows. The relay connects with the same URL and credentials through a fixed pool of its own
+ * ({@code txoutbox-relay}: lanes + 2 connections, + 1 with {@code listen-notify}), or through a bean named
+ * {@code txoutboxRelayDataSource}; the inbox worker likewise ({@code txoutbox-inbox}: lanes + 2, or a bean named
+ * {@code txoutboxInboxWorkerDataSource}).
  */
 @AutoConfiguration(after = DataSourceAutoConfiguration.class,
         afterName = {"org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
@@ -186,7 +187,8 @@ public class TxoutboxAutoConfiguration {
             listener.ifUnique(builder::listener);
             RelayConfig config = builder.config();
             return onOwnConnections(beans, RELAY_DATA_SOURCE_BEAN, "txoutbox-relay",
-                    Math.min(config.lanes(), config.maxLanesPerInstance()) + 2, connection.getIfAvailable(),
+                    ComponentPool.relaySize(Math.min(config.lanes(), config.maxLanesPerInstance()),
+                            config.listenNotify()), connection.getIfAvailable(),
                     (dataSource, pool) -> new RelayLifecycle(builder.dataSource(dataSource).build(), pool));
         }
     }

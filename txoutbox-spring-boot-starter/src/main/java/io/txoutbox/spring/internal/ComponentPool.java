@@ -16,8 +16,25 @@ public final class ComponentPool {
     }
 
     /**
-     * A pool of {@code size} connections named {@code name}, to the database at {@code url}; the lanes keep their
-     * sessions, so the pool never needs more than lanes + 2.
+     * How long a thread of the component waits for a connection of its pool before it fails and retries (a lane
+     * retries after its error backoff): never as long as Hikari's default 30 s, and the failure names the pool's state.
+     */
+    static final long CONNECTION_TIMEOUT_MS = 5_000;
+
+    /**
+     * The relay's pool: a session per lane it may own, one for its membership heartbeat, one for its {@code LISTEN}
+     * when it listens, and one for its short calls (start checks, the missing-privilege report).
+     */
+    public static int relaySize(int lanesItMayOwn, boolean listens) {
+        return lanesItMayOwn + 2 + (listens ? 1 : 0);
+    }
+
+    /**
+     * A fixed-size pool of {@code size} connections named {@code name}, to the database at {@code url}. Fixed, as
+     * Hikari recommends: the lanes hold their sessions for the component's life, and a pool that opens connections
+     * only on demand ({@code minimumIdle} below the size) decides whether to open one for a waiting thread from a
+     * count of waiters and idle connections that a concurrent borrower can make stale; a lane that asks at the wrong
+     * moment then waits for the whole connection timeout. A full pool has a connection for every lane from the start.
      */
     public static HikariDataSource create(String name, String url, String user, String password, String driver,
             int size) {
@@ -35,9 +52,9 @@ public final class ComponentPool {
             pool.setDriverClassName(driver);
         }
         pool.setMaximumPoolSize(size);
-        pool.setMinimumIdle(0);
-        pool.setIdleTimeout(60_000);
-        pool.setInitializationFailTimeout(-1);
+        pool.setMinimumIdle(size);
+        pool.setConnectionTimeout(CONNECTION_TIMEOUT_MS);
+        pool.setInitializationFailTimeout(-1); // a database that is not up yet does not fail the application's start
         return pool;
     }
 
