@@ -42,6 +42,8 @@ final class ConnectionTrouble {
      */
     private static final int BEFORE_CLIENT_TIMEOUT_MS = 5_000;
     private static final int MAX_PROBED_SERVERS = 3;
+    /** How many of the brokers a bootstrap listener advertises are asked before a client is made. */
+    private static final int MAX_PROBED_ADVERTISED = 8;
     /** How soon a probe that got no conclusive answer may be asked again in the same streak. */
     static final java.time.Duration REPROBE_AFTER = java.time.Duration.ofSeconds(5);
     private static final Pattern JAAS_USER = Pattern.compile("username\\s*=\\s*\"([^\"]*)\"");
@@ -49,6 +51,8 @@ final class ConnectionTrouble {
     private final String client;
     private final Map<String, ?> settings;
     private final BiFunction<String, Integer, ListenerProbe.Answer> probe;
+    /** The brokers a listener advertises ({@link ListenerProbe#advertised}). */
+    private final BiFunction<String, Integer, List<String>> advertised;
     private final java.util.function.LongSupplier nanoTime;
     /** The message logged in the current streak; null when the last attempt got through or nothing was logged. */
     private String reported;
@@ -68,18 +72,25 @@ final class ConnectionTrouble {
      *     location, sasl.mechanism and the user name in sasl.jaas.config)
      */
     ConnectionTrouble(String client, Map<String, ?> settings) {
-        this(client, settings, ListenerProbe::probe);
+        this(client, settings, ListenerProbe::probe, ListenerProbe::advertised, System::nanoTime);
     }
 
+    /** With {@code probe} for the listeners and no advertised broker asked. */
     ConnectionTrouble(String client, Map<String, ?> settings, BiFunction<String, Integer, ListenerProbe.Answer> probe) {
         this(client, settings, probe, System::nanoTime);
     }
 
     ConnectionTrouble(String client, Map<String, ?> settings, BiFunction<String, Integer, ListenerProbe.Answer> probe,
             java.util.function.LongSupplier nanoTime) {
+        this(client, settings, probe, (server, timeout) -> List.of(), nanoTime);
+    }
+
+    ConnectionTrouble(String client, Map<String, ?> settings, BiFunction<String, Integer, ListenerProbe.Answer> probe,
+            BiFunction<String, Integer, List<String>> advertised, java.util.function.LongSupplier nanoTime) {
         this.client = client;
         this.settings = java.util.Collections.unmodifiableMap(new java.util.HashMap<>(settings));
         this.probe = probe;
+        this.advertised = advertised;
         this.nanoTime = nanoTime;
     }
 
@@ -142,7 +153,8 @@ final class ConnectionTrouble {
      * made against a TLS listener: each of its connection attempts reads the listener's TLS alert as the size of a
      * response and allocates that much, ~336 MB (KAFKA-4090), every reconnect backoff, per client — enough to stall a
      * service's JVM or exhaust its heap. So the bootstrap listeners are asked first ({@link ListenerProbe}, one
-     * unencrypted ApiVersions request, no credentials, up to 5 s for the answer); only a TLS answer refuses. No
+     * unencrypted ApiVersions request, no credentials, up to 5 s for the answer), and with PLAINTEXT the brokers the
+     * first of them that answers Kafka advertises ({@link ListenerProbe#advertised}); only a TLS answer refuses. No
      * answer, no connection or a closed connection let the client be made: it meets the broker's state itself, and
      * {@link #explain} tells it as before. The answer stands for {@link #REPROBE_AFTER}, so the clients sharing this streak ask at most once per
      * 5 s between them, and a listener fixed meanwhile is seen within 5 s.
@@ -157,16 +169,44 @@ final class ConnectionTrouble {
             return clientRefusal;
         }
         String refusal = null;
+        String noClient = " No Kafka client is made until the listener answers Kafka requests (asked every "
+                + REPROBE_AFTER.toSeconds() + " s): each connection attempt of one would allocate ~336 MB (KAFKA-4090)";
         List<String> servers = bootstrapServers();
-        for (String server : servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()))) {
-            if (probe.apply(server, BEFORE_CLIENT_TIMEOUT_MS) == ListenerProbe.Answer.TLS_ALERT) {
+        List<String> probed = servers.subList(0, Math.min(MAX_PROBED_SERVERS, servers.size()));
+        String answersKafka = null;
+        for (String server : probed) {
+            ListenerProbe.Answer answer = probe.apply(server, BEFORE_CLIENT_TIMEOUT_MS);
+            if (answer == ListenerProbe.Answer.TLS_ALERT) {
                 refusal = "the broker " + server + " speaks TLS: is security.protocol right for this listener? the "
                         + "client sends unencrypted requests (security.protocol=" + protocol + ") and the listener "
                         + "answers with a TLS alert, as a TLS listener does: set security.protocol=SSL (or SASL_SSL) "
-                        + "and ssl.truststore.location, or use the broker's plaintext port. No Kafka client is made "
-                        + "until the listener answers Kafka requests (asked every " + REPROBE_AFTER.toSeconds()
-                        + " s): each connection attempt of one would allocate ~336 MB (KAFKA-4090)";
+                        + "and ssl.truststore.location, or use the broker's plaintext port." + noClient;
                 break;
+            }
+            if (answer == ListenerProbe.Answer.KAFKA_PLAINTEXT && answersKafka == null) {
+                answersKafka = server;
+            }
+        }
+        if (refusal == null && answersKafka != null && protocol.equals("PLAINTEXT")) {
+            // the client connects next to the brokers the listener advertises (a SASL listener tells them only
+            // after authentication: not asked)
+            int asked = 0;
+            for (String broker : advertised.apply(answersKafka, BEFORE_CLIENT_TIMEOUT_MS)) {
+                if (probed.contains(broker)) {
+                    continue;
+                }
+                if (asked++ == MAX_PROBED_ADVERTISED) {
+                    break;
+                }
+                if (probe.apply(broker, BEFORE_CLIENT_TIMEOUT_MS) == ListenerProbe.Answer.TLS_ALERT) {
+                    refusal = "the broker " + broker + ", which the listener " + answersKafka + " advertises, speaks "
+                            + "TLS: the client bootstraps in plaintext (security.protocol=" + protocol + ") and would "
+                            + "connect there next, where the answer is a TLS alert: the cluster's advertised.listeners "
+                            + "names a TLS port for this plaintext listener (or a port mapping in front of the broker "
+                            + "leads to one); fix the broker's advertised.listeners, or connect to a TLS listener with "
+                            + "security.protocol=SSL." + noClient;
+                    break;
+                }
             }
         }
         clientCheckedAt = nanoTime.getAsLong();

@@ -45,12 +45,8 @@ final class ListenerProbe {
      * or {@value #CONNECT_TIMEOUT_MS} ms, whichever is shorter.
      */
     static Answer probe(String hostPort, int timeoutMs) {
-        InetSocketAddress address;
-        try {
-            int colon = hostPort.lastIndexOf(':');
-            String host = hostPort.substring(0, colon).replace("[", "").replace("]", "");
-            address = new InetSocketAddress(host, Integer.parseInt(hostPort.substring(colon + 1).trim()));
-        } catch (RuntimeException e) {
+        InetSocketAddress address = address(hostPort);
+        if (address == null) {
             return Answer.UNKNOWN;
         }
         try (Socket socket = new Socket()) {
@@ -86,6 +82,84 @@ final class ListenerProbe {
         } catch (IOException e) {
             return Answer.UNKNOWN;
         }
+    }
+
+    /** The most advertised brokers read from one Metadata answer. */
+    private static final int MAX_ADVERTISED = 64;
+
+    /**
+     * The brokers ({@code host:port}) that the listener at {@code hostPort} advertises for itself — where a client that
+     * bootstrapped there connects next — read with one unencrypted Metadata v4 request for no topic; empty when it
+     * does not answer one in {@code timeoutMs} (a TLS or SASL listener, an older or busy broker). Sends no credentials.
+     */
+    static java.util.List<String> advertised(String hostPort, int timeoutMs) {
+        InetSocketAddress address = address(hostPort);
+        if (address == null) {
+            return java.util.List.of();
+        }
+        try (Socket socket = new Socket()) {
+            socket.connect(address, Math.min(timeoutMs, CONNECT_TIMEOUT_MS));
+            socket.setSoTimeout(timeoutMs);
+            OutputStream out = socket.getOutputStream();
+            out.write(metadataRequest());
+            out.flush();
+            java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+            int size = in.readInt();
+            if (size < 12 || size > 1 << 20) {
+                return java.util.List.of(); // not a Metadata answer for no topic (a TLS alert reads as ~336 MB)
+            }
+            ByteBuffer b = ByteBuffer.wrap(in.readNBytes(size));
+            if (b.remaining() < size || b.getInt() != CORRELATION_ID) {
+                return java.util.List.of();
+            }
+            b.getInt(); // throttle_time_ms
+            int brokers = b.getInt();
+            java.util.List<String> found = new java.util.ArrayList<>();
+            for (int i = 0; i < brokers && found.size() < MAX_ADVERTISED; i++) {
+                b.getInt(); // node_id
+                String host = string(b);
+                int port = b.getInt();
+                string(b); // rack
+                if (host != null) {
+                    found.add((host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + port);
+                }
+            }
+            return java.util.List.copyOf(found);
+        } catch (IOException | RuntimeException e) {
+            return java.util.List.of();
+        }
+    }
+
+    private static InetSocketAddress address(String hostPort) {
+        try {
+            int colon = hostPort.lastIndexOf(':');
+            String host = hostPort.substring(0, colon).replace("[", "").replace("]", "");
+            return new InetSocketAddress(host, Integer.parseInt(hostPort.substring(colon + 1).trim()));
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** A Kafka (nullable) STRING: int16 length, -1 for null, then UTF-8 bytes. */
+    private static String string(ByteBuffer b) {
+        short length = b.getShort();
+        if (length < 0) {
+            return null;
+        }
+        byte[] bytes = new byte[length];
+        b.get(bytes);
+        return new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Size, api key 3 (Metadata), version 4 (the oldest Kafka 4 answers, non-flexible), correlation id, null client
+     * id; an empty topic array (no topic: the brokers only) and no auto-creation.
+     */
+    private static byte[] metadataRequest() {
+        ByteBuffer b = ByteBuffer.allocate(19);
+        b.putInt(15).putShort((short) 3).putShort((short) 4).putInt(CORRELATION_ID).putShort((short) -1)
+                .putInt(0).put((byte) 0);
+        return b.array();
     }
 
     /** Size, api key 18 (ApiVersions), version 0, correlation id, null client id. */

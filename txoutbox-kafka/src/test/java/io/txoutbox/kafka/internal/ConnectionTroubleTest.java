@@ -199,6 +199,99 @@ class ConnectionTroubleTest {
         }
     }
 
+    /**
+     * The client connects next to the brokers its bootstrap listener advertises: a TLS port advertised for a plaintext
+     * listener (a misconfigured advertised.listeners, a port mapping in front of the broker) is KAFKA-4090 as well.
+     */
+    @Test
+    void no_client_is_made_while_a_broker_the_listener_advertises_answers_tls() {
+        List<String> asked = new java.util.ArrayList<>();
+        Map<String, ListenerProbe.Answer> answers = Map.of("k-1:9092", ListenerProbe.Answer.KAFKA_PLAINTEXT,
+                "b-1:9092", ListenerProbe.Answer.KAFKA_PLAINTEXT, "b-2:9093", ListenerProbe.Answer.TLS_ALERT);
+        List<String> advertisedAsked = new java.util.ArrayList<>();
+        ConnectionTrouble trouble = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k-1:9092"),
+                (server, timeout) -> {
+                    asked.add(server);
+                    return answers.get(server);
+                }, (server, timeout) -> {
+                    advertisedAsked.add(server);
+                    return List.of("k-1:9092", "b-1:9092", "b-2:9093");
+                }, System::nanoTime);
+
+        assertThat(trouble.beforeClient()).isEqualTo("the broker b-2:9093, which the listener k-1:9092 advertises, "
+                + "speaks TLS: the client bootstraps in plaintext (security.protocol=PLAINTEXT) and would connect "
+                + "there next, where the answer is a TLS alert: the cluster's advertised.listeners names a TLS port "
+                + "for this plaintext listener (or a port mapping in front of the broker leads to one); fix the "
+                + "broker's advertised.listeners, or connect to a TLS listener with security.protocol=SSL. No Kafka "
+                + "client is made until the listener answers Kafka requests (asked every 5 s): each connection "
+                + "attempt of one would allocate ~336 MB (KAFKA-4090)");
+        assertThat(advertisedAsked).containsExactly("k-1:9092");
+        assertThat(asked).as("the bootstrap listener is not asked twice").containsExactly("k-1:9092", "b-1:9092",
+                "b-2:9093");
+
+        ConnectionTrouble sasl = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k-1:9092",
+                "security.protocol", "SASL_PLAINTEXT"), (server, timeout) -> answers.get(server),
+                (server, timeout) -> {
+                    throw new AssertionError("a SASL listener tells its brokers only after authentication");
+                }, System::nanoTime);
+        assertThat(sasl.beforeClient()).isNull();
+        ConnectionTrouble silent = new ConnectionTrouble("t", Map.of("bootstrap.servers", "k-1:9092"),
+                (server, timeout) -> answers.get(server), (server, timeout) -> List.of(), System::nanoTime);
+        assertThat(silent.beforeClient()).as("no Metadata answer: nothing to hold the client back").isNull();
+    }
+
+    /** The same over the wire: a plaintext listener that advertises a TLS port, with the production probes. */
+    @Test
+    void a_listener_advertising_a_tls_port_is_found_over_the_wire() throws Exception {
+        try (ServerSocket tlsPort = new ServerSocket(0, 5, InetAddress.getLoopbackAddress());
+                ServerSocket listener = new ServerSocket(0, 5, InetAddress.getLoopbackAddress())) {
+            Thread tls = serve(tlsPort, 1, request -> new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
+            Thread kafka = serve(listener, 2, request -> request.length == 14
+                    ? new byte[] {0, 0, 0, 4, request[8], request[9], request[10], request[11]}
+                    : metadataAnswer(request, "127.0.0.1", tlsPort.getLocalPort()));
+            ConnectionTrouble trouble = new ConnectionTrouble("t", Map.of("bootstrap.servers",
+                    "127.0.0.1:" + listener.getLocalPort()));
+
+            assertThat(trouble.beforeClient()).startsWith("the broker 127.0.0.1:" + tlsPort.getLocalPort()
+                    + ", which the listener 127.0.0.1:" + listener.getLocalPort() + " advertises, speaks TLS");
+            kafka.join(5_000);
+            tls.join(5_000);
+        }
+    }
+
+    /** A Metadata v4 answer (correlation id of {@code request}) with one broker and no topic. */
+    private static byte[] metadataAnswer(byte[] request, String host, int port) {
+        byte[] h = host.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4 + 4 + 4 + 4 + 4 + 2 + h.length + 4 + 2 + 2 + 4 + 4);
+        b.putInt(b.capacity() - 4).put(request, 8, 4) // size, correlation id
+                .putInt(0).putInt(1) // throttle, one broker
+                .putInt(7).putShort((short) h.length).put(h).putInt(port).putShort((short) -1) // id, host, port, rack
+                .putShort((short) -1).putInt(7).putInt(0); // cluster id, controller, no topic
+        return b.array();
+    }
+
+    /** Answers {@code connections} connections of {@code server}, each one request, with {@code reply}, then closes. */
+    private static Thread serve(ServerSocket server, int connections, Reply reply) {
+        Thread t = new Thread(() -> {
+            for (int i = 0; i < connections; i++) {
+                try (Socket s = server.accept()) {
+                    InputStream in = s.getInputStream();
+                    byte[] size = in.readNBytes(4);
+                    int length = java.nio.ByteBuffer.wrap(size).getInt();
+                    byte[] request = new byte[4 + length];
+                    System.arraycopy(size, 0, request, 0, 4);
+                    System.arraycopy(in.readNBytes(length), 0, request, 4, length);
+                    s.getOutputStream().write(reply.to(request));
+                    s.getOutputStream().flush(); // and closes, as a TLS listener does after its alert
+                } catch (IOException ignored) {
+                    return;
+                }
+            }
+        });
+        t.start();
+        return t;
+    }
+
     @Test
     void review_makes_refused_credentials_unavailable_and_logs_once_per_streak() {
         ConnectionTrouble trouble = new ConnectionTrouble("txoutbox-kafka", SCRAM);
