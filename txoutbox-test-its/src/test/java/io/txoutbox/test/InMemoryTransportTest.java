@@ -116,4 +116,34 @@ class InMemoryTransportTest {
         send(t, List.of(r));
         assertThat(waiting.get()).isEqualTo(r);
     }
+
+    @Test
+    void a_wait_that_times_out_says_where_the_relay_threads_are() throws Exception {
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        Thread lane = new Thread(() -> waitsForThePool(release), "txoutbox-relay-test-0");
+        lane.start();
+        try {
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10))
+                    .until(() -> lane.getState() == Thread.State.TIMED_WAITING);
+            assertThatThrownBy(() -> new InMemoryTransport().awaitDelivered(r -> true, 1, Duration.ofMillis(50)))
+                    .isInstanceOf(AssertionError.class)
+                    .hasMessageContaining("expected 1 delivered record(s) matching the condition within PT0.05S, "
+                            + "found 0 (delivered in all: 0)")
+                    .hasMessageContaining("relay threads: [txoutbox-relay-test-0 TIMED_WAITING in ")
+                    .hasMessageContaining("InMemoryTransportTest.waitsForThePool");
+        } finally {
+            release.countDown();
+            lane.join(10_000);
+        }
+        assertThatThrownBy(() -> new InMemoryTransport().awaitDelivered(r -> true, 1, Duration.ofMillis(10)))
+                .as("once no relay thread runs").hasMessageEndingWith("; no relay lane thread runs in this JVM");
+    }
+
+    private static void waitsForThePool(java.util.concurrent.CountDownLatch release) {
+        try {
+            release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 }
