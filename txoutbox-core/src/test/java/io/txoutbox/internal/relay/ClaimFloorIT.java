@@ -109,6 +109,46 @@ class ClaimFloorIT {
         }
     }
 
+    /**
+     * A backing-off row below the floor counts only in a claim that moves the floor ({@code settled() >= 0}): the
+     * row-state claim reads the lane's first backing-off row only then, and saves that round trip in the others.
+     */
+    @Test
+    void a_backing_off_row_counts_only_in_a_claim_that_moves_the_floor() throws Exception {
+        long last = 0;
+        for (int i = 0; i < 3; i++) {
+            last = committed();
+        }
+        ClaimFloor floor = new ClaimFloor(schema.qualifiedOutboxTable());
+        try (Connection relay = relayConnection()) {
+            relay.setAutoCommit(false);
+            long settledUpTo = last;
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
+                    .until(() -> cycle(floor, relay) > settledUpTo);
+            long raised = floor.floor();
+            int unmoved = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (true) {
+                assertThat(System.nanoTime() - deadline).as("a claim that moves the floor within 10 s").isNegative();
+                floor.beforeClaim(relay);
+                relay.commit();
+                boolean moves = floor.settled() >= 0;
+                floor.afterClaim(-1, 1); // a row with id 1 backs off
+                if (moves) {
+                    assertThat(floor.floor()).as("the claim that moves the floor keeps it at the waiting row")
+                            .isEqualTo(1);
+                    break;
+                }
+                assertThat(floor.floor()).as("a claim that does not move the floor ignores the waiting row")
+                        .isEqualTo(raised);
+                unmoved++;
+                Thread.sleep(20);
+            }
+            assertThat(unmoved).as("claims between two settlement checks (%d ms apart)", ClaimFloor.CHECK_MILLIS)
+                    .isPositive();
+        }
+    }
+
     @Test
     void the_floor_never_passes_the_id_of_an_open_writer() throws Exception {
         committed();
