@@ -114,7 +114,9 @@ public final class ClaimFloor {
 
     /**
      * After the claim: {@code firstClaimed} the lowest id it returned (or -1), {@code firstWaiting} the lowest id of
-     * a row of the lane that backs off (PENDING with a {@code next_attempt_at}; not a parked one), or -1.
+     * a row of the lane that backs off (PENDING with a {@code next_attempt_at}; not a parked one), or -1. Both are
+     * used only when {@link #settled()} was not -1 (the floor moves); otherwise nothing changes, so a caller need not
+     * read {@code firstWaiting} then.
      */
     public void afterClaim(long firstClaimed, long firstWaiting) {
         if (settled < 0) {

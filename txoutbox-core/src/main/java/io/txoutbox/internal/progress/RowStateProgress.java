@@ -99,8 +99,10 @@ final class RowStateProgress implements ProgressModel {
     Claim claim(Connection c, ClaimRequest r, ClaimFloor floor) throws SQLException {
         long from = floor.beforeClaim(c);
         // the lowest id of a backing-off row of the lane, keyed or not (-1: none): one short read of a small index,
-        // whatever the number of parked keys (RowStateStatements#waiting)
-        long firstWaiting = Jdbc.queryLong(c, sql.waiting(), c.createArrayOf("integer", r.shards())).orElse(-1);
+        // whatever the number of parked keys (RowStateStatements#waiting). Only a claim that moves the floor uses it
+        // (ClaimFloor#afterClaim), at most one every CHECK_MILLIS: the others save the round trip
+        long firstWaiting = floor.settled() < 0 ? -1
+                : Jdbc.queryLong(c, sql.waiting(), c.createArrayOf("integer", r.shards())).orElse(-1);
         List<OutboxRecord> batch = new ArrayList<>(r.limit());
         long claimedAtNanos;
         String claim = r.commitTimestamps() ? sql.claimWithCommitTime() : sql.claim();
