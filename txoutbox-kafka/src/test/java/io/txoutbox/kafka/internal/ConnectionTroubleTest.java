@@ -6,8 +6,6 @@ import io.txoutbox.OutboxException;
 import io.txoutbox.spi.SendResult;
 import io.txoutbox.testing.logging.CapturedStderr;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -184,7 +182,7 @@ class ConnectionTroubleTest {
                 try (Socket s = server.accept()) {
                     s.getInputStream().readNBytes(14);
                     Thread.sleep(1_500);
-                    s.getOutputStream().write(new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
+                    s.getOutputStream().write(FakeListener.TLS_ALERT);
                     s.getOutputStream().flush();
                 } catch (IOException | InterruptedException ignored) {
                     // the probe gave up first
@@ -245,8 +243,8 @@ class ConnectionTroubleTest {
     void a_listener_advertising_a_tls_port_is_found_over_the_wire() throws Exception {
         try (ServerSocket tlsPort = new ServerSocket(0, 5, InetAddress.getLoopbackAddress());
                 ServerSocket listener = new ServerSocket(0, 5, InetAddress.getLoopbackAddress())) {
-            Thread tls = serve(tlsPort, 1, request -> new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
-            Thread kafka = serve(listener, 2, request -> request.length == 14
+            Thread tls = FakeListener.serve(tlsPort, 1, request -> FakeListener.TLS_ALERT);
+            Thread kafka = FakeListener.serve(listener, 2, request -> request.length == 14
                     ? new byte[] {0, 0, 0, 4, request[8], request[9], request[10], request[11]}
                     : metadataAnswer(request, "127.0.0.1", tlsPort.getLocalPort()));
             ConnectionTrouble trouble = new ConnectionTrouble("t", Map.of("bootstrap.servers",
@@ -268,28 +266,6 @@ class ConnectionTroubleTest {
                 .putInt(7).putShort((short) h.length).put(h).putInt(port).putShort((short) -1) // id, host, port, rack
                 .putShort((short) -1).putInt(7).putInt(0); // cluster id, controller, no topic
         return b.array();
-    }
-
-    /** Answers {@code connections} connections of {@code server}, each one request, with {@code reply}, then closes. */
-    private static Thread serve(ServerSocket server, int connections, Reply reply) {
-        Thread t = new Thread(() -> {
-            for (int i = 0; i < connections; i++) {
-                try (Socket s = server.accept()) {
-                    InputStream in = s.getInputStream();
-                    byte[] size = in.readNBytes(4);
-                    int length = java.nio.ByteBuffer.wrap(size).getInt();
-                    byte[] request = new byte[4 + length];
-                    System.arraycopy(size, 0, request, 0, 4);
-                    System.arraycopy(in.readNBytes(length), 0, request, 4, length);
-                    s.getOutputStream().write(reply.to(request));
-                    s.getOutputStream().flush(); // and closes, as a TLS listener does after its alert
-                } catch (IOException ignored) {
-                    return;
-                }
-            }
-        });
-        t.start();
-        return t;
     }
 
     @Test
@@ -322,8 +298,7 @@ class ConnectionTroubleTest {
 
     @Test
     void the_probe_tells_a_tls_alert_a_closed_connection_and_a_kafka_answer_apart() throws Exception {
-        byte[] alert = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a};
-        assertThat(probeAgainst(in -> alert)).isEqualTo(ListenerProbe.Answer.TLS_ALERT);
+        assertThat(probeAgainst(in -> FakeListener.TLS_ALERT)).isEqualTo(ListenerProbe.Answer.TLS_ALERT);
         assertThat(probeAgainst(in -> new byte[0])).isEqualTo(ListenerProbe.Answer.CLOSED);
         assertThat(probeAgainst(request -> {
             // echo the correlation id (bytes 8-11 of the request) as a Kafka response would
@@ -336,24 +311,9 @@ class ConnectionTroubleTest {
         assertThat(ListenerProbe.probe("127.0.0.1:" + closedPort, 500)).isEqualTo(ListenerProbe.Answer.UNREACHABLE);
     }
 
-    private interface Reply {
-        byte[] to(byte[] request);
-    }
-
-    private static ListenerProbe.Answer probeAgainst(Reply reply) throws Exception {
+    private static ListenerProbe.Answer probeAgainst(FakeListener.Reply reply) throws Exception {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            Thread t = new Thread(() -> {
-                try (Socket s = server.accept()) {
-                    InputStream in = s.getInputStream();
-                    byte[] request = in.readNBytes(14);
-                    OutputStream out = s.getOutputStream();
-                    out.write(reply.to(request));
-                    out.flush();
-                } catch (IOException ignored) {
-                    // the probe closed first
-                }
-            });
-            t.start();
+            Thread t = FakeListener.serve(server, 1, reply);
             ListenerProbe.Answer answer = ListenerProbe.probe("127.0.0.1:" + server.getLocalPort(), 2_000);
             t.join(5_000);
             return answer;

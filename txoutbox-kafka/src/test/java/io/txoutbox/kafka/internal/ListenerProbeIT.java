@@ -3,10 +3,8 @@ package io.txoutbox.kafka.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.txoutbox.testing.kafka.KafkaBroker;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -28,15 +26,7 @@ class ListenerProbeIT {
     @Test
     void a_tls_alert_is_not_read_as_a_metadata_answer() throws Exception {
         try (ServerSocket tls = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            Thread listener = new Thread(() -> {
-                try (Socket s = tls.accept()) {
-                    s.getInputStream().readNBytes(19);
-                    s.getOutputStream().write(new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
-                } catch (IOException ignored) {
-                    // the probe closed first
-                }
-            });
-            listener.start();
+            Thread listener = FakeListener.serve(tls, 1, request -> FakeListener.TLS_ALERT);
             long begin = System.nanoTime();
 
             assertThat(ListenerProbe.advertised("127.0.0.1:" + tls.getLocalPort(), 5_000)).isEmpty();
