@@ -186,10 +186,12 @@ public final class InMemoryTransport implements Transport {
      */
     private static String relayThreads() {
         List<String> places = new ArrayList<>();
-        Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().startsWith("txoutbox-relay-") && !t.getName().endsWith("-lease"))
-                .sorted(java.util.Comparator.comparing(Thread::getName))
-                .forEach(t -> places.add(t.getName() + " " + ThreadPlace.of(t, 6)));
+        Thread.getAllStackTraces().entrySet().stream()
+                .filter(e -> e.getKey().getName().startsWith("txoutbox-relay-")
+                        && !e.getKey().getName().endsWith("-lease"))
+                .sorted(java.util.Map.Entry.comparingByKey(java.util.Comparator.comparing(Thread::getName)))
+                .forEach(e -> places.add(e.getKey().getName() + " "
+                        + ThreadPlace.describe(e.getKey().getState(), e.getValue(), 6)));
         return places.isEmpty() ? "; no relay lane thread runs in this JVM" : "; relay threads: " + places;
     }
 

@@ -24,7 +24,8 @@ public final class ThreadPlace {
         return describe(thread.getState(), thread.getStackTrace(), frames);
     }
 
-    static String describe(Thread.State state, StackTraceElement[] stack, int frames) {
+    /** {@code state} and up to {@code frames} of {@code stack} (a thread's, innermost first) past the plumbing. */
+    public static String describe(Thread.State state, StackTraceElement[] stack, int frames) {
         if (stack.length == 0) {
             return state + " (no frames: " + (state == Thread.State.TERMINATED ? "ended" : "not started") + ")";
         }

@@ -110,9 +110,9 @@ public final class RowStateStatements {
     }
 
     /**
-     * Before a claim that moves the floor: the lowest id of a backing-off row of the lane (PENDING with a {@code next_attempt_at}, keyed
-     * or not; null: none), which the claim floor stays at or below. It reads the small {@code <t>_backoff} index
-     * (schema V9), whatever the number of parked keys. Binds: the lane's shards.
+     * Before a claim that moves the floor: the lowest id of a backing-off row of the lane (PENDING with a
+     * {@code next_attempt_at}, keyed or not; null: none), which the claim floor stays at or below. It reads the small
+     * {@code <t>_backoff} index (schema V9), whatever the number of parked keys. Binds: the lane's shards.
      */
     public String waiting() {
         return waiting;

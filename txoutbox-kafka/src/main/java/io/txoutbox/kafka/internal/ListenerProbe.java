@@ -1,5 +1,6 @@
 package io.txoutbox.kafka.internal;
 
+import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -7,6 +8,9 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * What a broker listener speaks, asked the cheapest way: one unencrypted Kafka request (ApiVersions v0) on a fresh
@@ -92,10 +96,10 @@ final class ListenerProbe {
      * bootstrapped there connects next — read with one unencrypted Metadata v4 request for no topic; empty when it
      * does not answer one in {@code timeoutMs} (a TLS or SASL listener, an older or busy broker). Sends no credentials.
      */
-    static java.util.List<String> advertised(String hostPort, int timeoutMs) {
+    static List<String> advertised(String hostPort, int timeoutMs) {
         InetSocketAddress address = address(hostPort);
         if (address == null) {
-            return java.util.List.of();
+            return List.of();
         }
         try (Socket socket = new Socket()) {
             socket.connect(address, Math.min(timeoutMs, CONNECT_TIMEOUT_MS));
@@ -103,18 +107,18 @@ final class ListenerProbe {
             OutputStream out = socket.getOutputStream();
             out.write(metadataRequest());
             out.flush();
-            java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+            DataInputStream in = new DataInputStream(socket.getInputStream());
             int size = in.readInt();
             if (size < 12 || size > 1 << 20) {
-                return java.util.List.of(); // not a Metadata answer for no topic (a TLS alert reads as ~336 MB)
+                return List.of(); // not a Metadata answer for no topic (a TLS alert reads as ~336 MB)
             }
             ByteBuffer b = ByteBuffer.wrap(in.readNBytes(size));
             if (b.remaining() < size || b.getInt() != CORRELATION_ID) {
-                return java.util.List.of();
+                return List.of();
             }
             b.getInt(); // throttle_time_ms
             int brokers = b.getInt();
-            java.util.List<String> found = new java.util.ArrayList<>();
+            List<String> found = new ArrayList<>();
             for (int i = 0; i < brokers && found.size() < MAX_ADVERTISED; i++) {
                 b.getInt(); // node_id
                 String host = string(b);
@@ -124,9 +128,9 @@ final class ListenerProbe {
                     found.add((host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + port);
                 }
             }
-            return java.util.List.copyOf(found);
+            return List.copyOf(found);
         } catch (IOException | RuntimeException e) {
-            return java.util.List.of();
+            return List.of();
         }
     }
 
@@ -148,7 +152,7 @@ final class ListenerProbe {
         }
         byte[] bytes = new byte[length];
         b.get(bytes);
-        return new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
+        return new String(bytes, StandardCharsets.UTF_8);
     }
 
     /**
